@@ -1,0 +1,45 @@
+"""Noise and clipping primitives. Each mechanism returns its output with its privacy event.
+
+Random numbers come from a ``numpy.random.Generator`` (see :func:`check_generator`);
+``random_state=None`` seeds from operating-system entropy. The floating-point
+samplers are not hardened against side channels.
+"""
+
+from ._random import check_generator
+from .clipping import clip_factors, clip_rows, clipped_linear_gradient_sum, clipped_sum, row_norms
+from .erm import CertifiedSolution, certified_minimize, erm_sensitivity, output_perturbation
+from .noise import (
+    bounded_laplace_event,
+    bounded_laplace_mechanism,
+    bounded_laplace_noise,
+    gaussian_mechanism,
+    laplace_mechanism,
+)
+from .quantiles import private_quantile, private_scale
+from .sparse_vector import SparseVector, sparse_vector_event
+from .tree import TreeAggregator, tree_depth, tree_nodes
+
+__all__ = [
+    "check_generator",
+    "gaussian_mechanism",
+    "laplace_mechanism",
+    "bounded_laplace_noise",
+    "bounded_laplace_mechanism",
+    "bounded_laplace_event",
+    "row_norms",
+    "clip_factors",
+    "clip_rows",
+    "clipped_sum",
+    "clipped_linear_gradient_sum",
+    "SparseVector",
+    "sparse_vector_event",
+    "TreeAggregator",
+    "tree_depth",
+    "tree_nodes",
+    "private_quantile",
+    "private_scale",
+    "CertifiedSolution",
+    "certified_minimize",
+    "erm_sensitivity",
+    "output_perturbation",
+]
