@@ -38,7 +38,7 @@ def clip_factors(norms, max_norm):
     max_norm = float(max_norm)
     if max_norm < 0:
         raise ValueError(f"max_norm must be non-negative; got {max_norm!r}.")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         factors = np.where(norms > max_norm, max_norm / norms, 1.0)
     return factors
 

@@ -13,10 +13,10 @@ The certificate is the gradient mapping: with ``x+ = P(x - t grad f(x))`` and a
 step ``t`` that passes the sufficient-decrease test (found by backtracking, so a
 wrong smoothness constant cannot break it), strong convexity gives
 ``||x - x*|| <= 2 ||x - x+|| / (t mu)``. The tolerance is fixed in advance from
-public quantities; the solver never releases an uncertified point. The
-smoothness bound only sets an a-priori iteration budget that provably suffices
-for projected gradient descent; running past it means the bound was wrong and
-raises an error instead of releasing anything.
+public quantities and the solver never releases an uncertified point. Projected
+gradient descent provably reaches the certificate within a number of steps that
+depends only on public quantities and the step, so the solver always returns;
+the number of iterations it took depends on the data and is not exposed.
 """
 
 import math
@@ -53,12 +53,20 @@ def _ball_projector(center, radius):
 
 
 def _gradient_step(fun_and_grad, project, x, f_x, g_x, step):
-    """Projected gradient step from ``x`` with backtracking on the sufficient-decrease test."""
+    """Projected gradient step from ``x`` with backtracking on the sufficient-decrease test.
+
+    The test ``f(x+) <= f(x) + <g, d> + |d|^2 / (2t)`` is what the certificate
+    needs. For a convex ``f`` it follows from ``<grad f(x+) - g, d> <= |d|^2/(2t)``
+    (since ``f(x+) - f(x) <= <grad f(x+), d>``), a form that compares gradients
+    instead of nearly equal function values and so stays exact in floating point
+    close to the minimiser; either form is accepted.
+    """
     while True:
         x_new = project(x - step * g_x)
         diff = x_new - x
         f_new, g_new = fun_and_grad(x_new)
-        if f_new <= f_x + float(g_x @ diff) + float(diff @ diff) / (2.0 * step):
+        quad = float(diff @ diff) / (2.0 * step)
+        if float((g_new - g_x) @ diff) <= quad or f_new <= f_x + float(g_x @ diff) + quad:
             return x_new, f_new, g_new, step
         step *= 0.5
         if step < 1e-300:  # pragma: no cover - only for a non-finite objective
@@ -79,9 +87,8 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
     strong_convexity : float > 0
         Public strong-convexity constant ``mu``.
     smoothness : float > 0
-        Public upper bound on the smoothness; sets the initial step and the
-        a-priori iteration budget. If it is wrong the solver backtracks, and if
-        the budget runs out it raises rather than release an uncertified point.
+        Smoothness estimate; sets the initial step and the momentum. If it is
+        too small the solver backtracks (slower, equally certified).
     tol : float > 0
         Required certified distance to the exact minimiser.
     center : ndarray, optional
@@ -122,16 +129,20 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
     center = np.zeros_like(x0) if center is None else np.asarray(center, dtype=float)
     project = _ball_projector(center, radius)
 
-    # A-priori budget of projected gradient descent with step 1/H: the squared
-    # distance contracts by (1 - mu/H) per step from at most (2 radius)^2, and the
-    # certificate 2||x - x+||/(t mu) <= 4 ||x - x*|| / (t mu) holds once
-    # ||x - x*|| <= tol mu / (4 H).
-    target = tol * mu / (4.0 * H)
-    contraction = -math.log1p(-mu / H) if mu < H else math.inf
-    pgd_budget = 1 + (0 if math.isinf(contraction) else
-                      int(math.ceil(2.0 * math.log(max(2.0 * radius / target, 1.0)) / contraction)))
+    # Budget of projected gradient descent: with a step t that passes the
+    # sufficient-decrease test, the squared distance to the minimiser contracts by
+    # (1 - mu t) per step from at most (2 radius)^2 (Nesterov's gradient-mapping
+    # inequality), and the certificate 2||x - x+||/(t mu) <= 4 ||x - x*|| / (t mu)
+    # holds once ||x - x*|| <= tol mu t / 4. The budget is recomputed from the
+    # smallest step backtracking has needed, so a wrong smoothness bound costs
+    # time, never privacy; the iteration count itself is never released.
+    def pgd_budget(step):
+        target = tol * mu * step / 4.0
+        rate = -math.log1p(-min(mu * step, 1.0 - 1e-16))
+        return 1 + int(math.ceil(2.0 * math.log(max(2.0 * radius / target, 1.0)) / rate))
+
     if max_iter is None:
-        halvings = math.log2(max(2.0 * radius / target, 2.0))
+        halvings = math.log2(max(8.0 * radius * H / (tol * mu), 2.0))
         max_iter = int(20 * math.sqrt(H / mu) * halvings) + 10
 
     def certified(x, f_x, g_x, step):
@@ -160,14 +171,16 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
         x_prev, x, f_x, g_x = x, x_new, f_new, g_new
 
     # Phase 2: plain projected gradient descent, whose budget is guaranteed.
-    for _ in range(pgd_budget):
+    done = 0
+    while done < pgd_budget(step):
         ok, x_plus, f_plus, g_plus, step = certified(x, f_x, g_x, step)
         if ok:
             return CertifiedSolution(x=x, tol=tol)
         x, f_x, g_x = x_plus, f_plus, g_plus
-    raise RuntimeError(
-        "The minimiser could not be certified within the a-priori iteration budget, which "
-        "is only possible if the public smoothness bound is wrong. Nothing was released."
+        done += 1
+    raise RuntimeError(  # pragma: no cover - excluded by the contraction argument above
+        "The minimiser could not be certified within the projected-gradient budget; the "
+        "objective cannot be strongly convex with the stated constant. Nothing was released."
     )
 
 

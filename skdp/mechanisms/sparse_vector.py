@@ -58,7 +58,9 @@ def sparse_vector_event(sensitivity, scale, bound, max_above, max_queries, delta
 def _round_epsilon_for(epsilon, delta_rounds, max_above):
     """Largest per-round epsilon whose ``max_above``-fold composition fits ``epsilon``."""
     lo, hi = 0.0, float(epsilon)
-    for _ in range(100):
+    if max_above == 1:
+        return hi
+    while hi - lo > 1e-10 * hi:
         mid = 0.5 * (lo + hi)
         if Repeated(ApproxDPRelease(mid, 0.0), max_above).epsilon(delta_rounds) <= epsilon:
             lo = mid

@@ -1,0 +1,157 @@
+"""BudgetAccountant: ledger, budget checks, default accountant and identity under copies."""
+
+import copy
+import math
+import pickle
+import subprocess
+import sys
+import threading
+
+import pytest
+from sklearn.base import clone
+
+from skdp import BudgetAccountant, BudgetExceededError
+from skdp.accounting import (
+    DetachedAccountantError,
+    GaussianRelease,
+    LaplaceRelease,
+    PrivacySpent,
+    ZCDPRelease,
+    calibrate_gaussian,
+    zcdp_to_dp,
+)
+
+
+def test_fits_compose_as_events_not_summed_epsilons():
+    acc = BudgetAccountant(delta=1e-6)
+    for _ in range(10):
+        acc.spend(ZCDPRelease(0.05))
+    assert acc.spent == PrivacySpent(pytest.approx(zcdp_to_dp(0.5, 1e-6)), 1e-6)
+    assert acc.spent.epsilon < 10 * zcdp_to_dp(0.05, 1e-6)
+
+
+def test_budget_is_enforced_before_recording():
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-5)
+    std = calibrate_gaussian(1.0, 1.0, 1e-5)
+    acc.spend(GaussianRelease(1.0, std))  # exactly the budget
+    assert acc.spent.epsilon == pytest.approx(1.0)
+    with pytest.raises(BudgetExceededError, match="Nothing was read from the data"):
+        acc.spend(GaussianRelease(1.0, 100.0))
+    assert len(acc.events) == 1
+    with pytest.raises(BudgetExceededError):
+        acc.check(LaplaceRelease(1.0, 10.0))
+
+
+def test_remaining_is_a_pure_epsilon_headroom():
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
+    acc.spend(LaplaceRelease(1.0, 2.0))
+    assert acc.remaining == PrivacySpent(pytest.approx(2.0 - acc.spent.epsilon), 1e-6)
+    acc.check(LaplaceRelease(acc.remaining.epsilon * 0.999, 1.0))
+
+
+def test_reporting_delta_without_a_delta_ceiling():
+    acc = BudgetAccountant()  # no ceiling at all
+    acc.spend(GaussianRelease(1.0, 4.0), delta=1e-6)
+    acc.spend(GaussianRelease(1.0, 4.0), delta=1e-6)
+    spent = acc.spent
+    assert spent.delta == pytest.approx(2e-6)
+    assert spent.epsilon == pytest.approx(GaussianRelease(1.0, 4.0 / math.sqrt(2)).epsilon(2e-6))
+    pure = BudgetAccountant(epsilon=1.0)
+    pure.spend(LaplaceRelease(1.0, 2.0))
+    assert pure.spent == PrivacySpent(0.5, 0.0)
+    with pytest.raises(BudgetExceededError):
+        pure.spend(LaplaceRelease(1.0, 1.0))
+
+
+def test_spent_at_any_delta():
+    acc = BudgetAccountant()
+    acc.spend(ZCDPRelease(0.5))
+    assert acc.spent_at(1e-6) == pytest.approx(zcdp_to_dp(0.5, 1e-6))
+
+
+@pytest.mark.parametrize("bad", [dict(epsilon=0.0), dict(epsilon=-1.0), dict(delta=1.5),
+                                 dict(delta=-0.1)])
+def test_invalid_budgets(bad):
+    with pytest.raises(ValueError):
+        BudgetAccountant(**bad)
+
+
+def test_spend_rejects_non_events():
+    with pytest.raises(TypeError):
+        BudgetAccountant().spend((1.0, 1e-5))
+
+
+def test_context_manager_sets_the_default():
+    outer = BudgetAccountant.default()
+    with BudgetAccountant(epsilon=3.0) as acc:
+        assert BudgetAccountant.default() is acc
+        with BudgetAccountant() as inner:
+            assert BudgetAccountant.default() is inner
+        assert BudgetAccountant.default() is acc
+    assert BudgetAccountant.default() is outer
+
+
+def test_copies_clones_and_pickles_share_the_ledger():
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
+    assert copy.copy(acc) is acc
+    assert copy.deepcopy(acc) is acc
+    assert clone(acc, safe=False) is acc
+    assert pickle.loads(pickle.dumps(acc)) is acc
+    holder = {"acc": acc}
+    assert copy.deepcopy(holder)["acc"] is acc
+
+
+_CHILD = """
+import pickle, sys
+from skdp.accounting import GaussianRelease, DetachedAccountantError
+acc = pickle.loads(sys.stdin.buffer.read())
+print(len(acc.events), acc.epsilon, acc.detached)
+try:
+    acc.spend(GaussianRelease(1.0, 10.0))
+except DetachedAccountantError:
+    print("refused")
+acc.reattach()
+acc.spend(GaussianRelease(1.0, 10.0))
+print(len(acc.events))
+"""
+
+
+def test_unpickled_in_another_process_is_detached():
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
+    acc.spend(GaussianRelease(1.0, 10.0))
+    out = subprocess.run([sys.executable, "-c", _CHILD], input=pickle.dumps(acc),
+                         capture_output=True, check=True)
+    lines = out.stdout.decode().split()
+    assert lines == ["1", "5.0", "True", "refused", "2"]
+    assert len(acc.events) == 1  # the original ledger is untouched
+
+
+def test_concurrent_spends_never_exceed_the_budget():
+    acc = BudgetAccountant(epsilon=1.0, delta=0.0)
+    errors = []
+
+    def worker():
+        for _ in range(20):
+            try:
+                acc.spend(LaplaceRelease(1.0, 10.0))
+            except BudgetExceededError:
+                errors.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(acc.events) == 10
+    assert len(errors) == 70
+    assert acc.spent.epsilon == pytest.approx(1.0)
+
+
+def test_detached_error_message_says_what_to_do():
+    live = BudgetAccountant()
+    assert not pickle.loads(pickle.dumps(live)).detached  # same process: the live ledger
+    from skdp.accounting.budget import _restore_accountant
+
+    detached = _restore_accountant("not-a-live-id", {"epsilon": 1.0, "delta": 1e-5, "entries": []})
+    with pytest.raises(DetachedAccountantError, match="n_jobs=1"):
+        detached.spend(LaplaceRelease(1.0, 10.0))

@@ -1,0 +1,49 @@
+"""The README's example and commands, the demo and the gallery examples stay runnable."""
+
+import re
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_demo_runs_and_reports_reference_values():
+    out = subprocess.run([sys.executable, "-m", "skdp", "demo"], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout
+    assert "4.8866" in out  # one Gaussian, sensitivity 1, std 1, delta 1e-6
+    assert "5.2215" in out  # 0.5-zCDP at delta 1e-6
+    assert "1.7118" in out  # DP-SGD example, RDP
+    assert "composed: epsilon=5.222" in out
+
+
+def test_cli_without_a_command_prints_help():
+    res = subprocess.run([sys.executable, "-m", "skdp"], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2
+    assert "demo" in res.stdout
+
+
+def test_readme_example_runs():
+    readme = (ROOT / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert code, "README.md has no python example"
+    namespace = {}
+    exec(compile(code[0], "README.md", "exec"), namespace)  # noqa: S102
+    assert namespace["budget"].spent.epsilon <= 1.0
+
+
+def test_readme_names_the_two_setup_commands_and_ci_runs_them():
+    readme = (ROOT / "README.md").read_text()
+    assert 'pip install . && python -m skdp demo' in readme
+    assert 'pip install ".[test]" && pytest' in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'pip install ".[test]"' in ci and "\npytest" in ci
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
+def test_examples_run(path, capsys):
+    runpy.run_path(str(path), run_name="__main__")
+    assert capsys.readouterr().out

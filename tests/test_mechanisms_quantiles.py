@@ -1,0 +1,71 @@
+"""Private quantiles and scales (exponential mechanism)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from skdp.accounting import ExponentialMechanismRelease, Repeated
+from skdp.mechanisms import private_quantile, private_scale
+
+
+def test_median_is_accurate():
+    x = np.random.default_rng(0).normal(size=20_000)
+    estimates = [private_quantile(x, 0.5, 1.0, (-100, 100), random_state=s)[0] for s in range(20)]
+    assert np.median(np.abs(estimates)) < 0.02
+
+
+def test_log_scale_quantile_of_heavy_tailed_values():
+    x = np.random.default_rng(1).pareto(1.5, size=5000) + 1e-3
+    true = np.quantile(x, 0.9)
+    est, event = private_quantile(x, 0.9, 0.5, (1e-8, 1e8), scale="log", random_state=0)
+    assert abs(math.log(est / true)) < 0.2
+    assert event == Repeated(ExponentialMechanismRelease(0.5), 1)
+
+
+def test_columns_and_bounds():
+    X = np.random.default_rng(2).normal(loc=[0.0, 50.0, -50.0], size=(3000, 3))
+    est, event = private_quantile(X, 0.5, 1.0, (-10, 10), random_state=0)
+    assert est.shape == (3,)
+    assert abs(est[0]) < 0.1
+    # Columns outside the public range are clipped to it; with every value on a
+    # bound the only interval of positive length is the whole range, so the
+    # estimate is uniform on it (choose bounds that contain the data).
+    assert -10.0 <= est[1] <= 10.0 and -10.0 <= est[2] <= 10.0
+    assert event.epsilon(0.0) == pytest.approx(3.0)
+
+
+def test_private_scale_is_scale_equivariant():
+    X = np.random.default_rng(3).normal(scale=[1e-3, 1.0, 1e3], size=(5000, 3))
+    s, _ = private_scale(X, 1.0, quantile=0.5, random_state=0)
+    np.testing.assert_allclose(s / [1e-3, 1.0, 1e3], 0.674, rtol=0.05)
+
+
+def test_output_frequencies_on_neighbouring_datasets():
+    """Every output bin has P(bin) <= e^eps P'(bin) (+ sampling error) on neighbours."""
+    eps, n_draws = 1.0, 40_000
+    x = np.array([0.1, 0.2, 0.25, 0.4, 0.5, 0.6, 0.8])
+    x_prime = x.copy()
+    x_prime[3] = 1e9  # one value replaced by an extreme one (clipped to the upper bound)
+    bins = np.linspace(0.0, 1.0, 11)
+
+    def histogram(values, seed):
+        rng = np.random.default_rng(seed)
+        draws = np.array([private_quantile(values, 0.5, eps, (0.0, 1.0), random_state=rng)[0]
+                          for _ in range(n_draws)])
+        return np.histogram(draws, bins=bins)[0] / n_draws
+
+    p, q = histogram(x, 0), histogram(x_prime, 1)
+    se = np.sqrt((p + q) / n_draws)
+    assert np.all(p <= math.exp(eps) * q + 4 * se * (1 + math.exp(eps)))
+    assert np.all(q <= math.exp(eps) * p + 4 * se * (1 + math.exp(eps)))
+    assert np.abs(p - q).max() > 0.02  # the test can fail
+
+
+@pytest.mark.parametrize("kwargs", [dict(quantile=1.5), dict(epsilon=0.0), dict(bounds=(1.0, 0.0)),
+                                    dict(bounds=(0.0, 1.0), scale="log"), dict(scale="cubic")])
+def test_invalid_arguments(kwargs):
+    args = dict(values=np.arange(10.0), quantile=0.5, epsilon=1.0, bounds=(0.0, 10.0))
+    args.update(kwargs)
+    with pytest.raises(ValueError):
+        private_quantile(**args)
