@@ -38,9 +38,9 @@ def test_readme_example_runs():
 def test_readme_names_the_two_setup_commands_and_ci_runs_them():
     readme = (ROOT / "README.md").read_text()
     assert 'pip install . && python -m skdp demo' in readme
-    assert 'pip install ".[test]" && pytest' in readme
+    assert 'pip install -e ".[test]" && pytest' in readme
     ci = (ROOT / ".ci" / "run").read_text()
-    assert 'pip install ".[test]"' in ci and "\npytest" in ci
+    assert 'pip install -e ".[test]"' in ci and "\npytest" in ci
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.py")), ids=lambda p: p.name)
