@@ -579,6 +579,13 @@ def _composite_rdp(event, orders):
     return sum((it.rdp(orders) for it in items), np.zeros(np.shape(orders)))
 
 
+def _composite_rdp_fn(event):
+    fns = [it.rdp_fn() for it in event._items()]
+    if any(f is None for f in fns):
+        return None
+    return lambda alpha: sum(f(alpha) for f in fns)
+
+
 def _composite_pure(event):
     items = event._items()
     values = [it.pure_epsilon() for it in items]
@@ -684,6 +691,12 @@ class Parallel(PrivacyEvent):
         if any(c is None for c in curves):
             return None
         return np.max(np.stack(curves), axis=0) if curves else np.zeros(np.shape(orders))
+
+    def _rdp_fn(self):
+        fns = [_composite_rdp_fn(ev) for ev in self.events]
+        if not fns or any(f is None for f in fns):
+            return None
+        return lambda alpha: max(f(alpha) for f in fns)
 
     def _pure_epsilon(self):
         values = [_composite_pure(ev) for ev in self.events]

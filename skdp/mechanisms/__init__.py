@@ -16,6 +16,7 @@ from .noise import (
     laplace_mechanism,
 )
 from .quantiles import private_quantile, private_scale
+from .scaling import private_robust_scaling, robust_scaling_event
 from .sparse_vector import SparseVector, sparse_vector_event
 from .tree import TreeAggregator, tree_depth, tree_nodes
 
@@ -38,6 +39,8 @@ __all__ = [
     "tree_nodes",
     "private_quantile",
     "private_scale",
+    "private_robust_scaling",
+    "robust_scaling_event",
     "CertifiedSolution",
     "certified_minimize",
     "erm_sensitivity",

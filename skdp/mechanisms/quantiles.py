@@ -29,7 +29,8 @@ def _check_bounds(bounds, scale):
     return lower, upper
 
 
-def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", random_state=None):
+def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonzero=False,
+                     random_state=None):
     """Epsilon-DP estimate of a quantile of every column of ``values``.
 
     Parameters
@@ -37,12 +38,21 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", rando
     values : array-like of shape (n_samples,) or (n_samples, n_columns)
     quantile : float in [0, 1]
     epsilon : float > 0
-        Privacy parameter of each column's estimate.
+        Privacy parameter of each column's estimate; ``inf`` returns the exact
+        empirical quantile (not private).
     bounds : (float, float)
         Public output range; values outside it are clipped to it.
     scale : {"linear", "log"}, default="linear"
         ``"log"`` draws uniformly in ``log`` space within each interval; values at
         or below ``lower`` are treated as ``lower``.
+    nonzero : bool, default=False
+        Target the quantile of the *nonzero* values of each column (zeros are
+        left out of both the ranks and the target count). For zero-inflated or
+        discrete columns, where ordinary quantiles of magnitudes are 0, this
+        gives the scale of the values that are present. The utility keeps
+        sensitivity 1: replacing a row moves every rank by at most one and the
+        target ``quantile * n_nonzero`` by at most ``quantile``, in opposite
+        cases, so the change is at most ``max(quantile, 1 - quantile)``.
     random_state : None, int or Generator
 
     Returns
@@ -71,20 +81,32 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", rando
     if not epsilon > 0:
         raise ValueError(f"epsilon must be positive; got {epsilon!r}.")
     lower, upper = _check_bounds(bounds, scale)
+    if np.isinf(epsilon):
+        return _exact_quantile(values, quantile, (lower, upper), nonzero)
     rng = check_generator(random_state)
 
     x = np.asarray(values, dtype=float)
     one_column = x.ndim == 1
     x = x.reshape(x.shape[0], -1)
     n, n_columns = x.shape
-    x = np.clip(x, lower, upper)
+    if nonzero:
+        present = x != 0
+        n_present = present.sum(axis=0).astype(float)
+        n_absent = n - n_present
+        # Zeros sit at the lower edge, below every value that is present, where
+        # they only create zero-length intervals; ranks are shifted past them.
+        x = np.where(present, np.clip(x, lower, upper), lower)
+    else:
+        n_present = np.full(n_columns, float(n))
+        n_absent = np.zeros(n_columns)
+        x = np.clip(x, lower, upper)
     if scale == "log":
         x, lower, upper = np.log(x), np.log(lower), np.log(upper)
     x = np.sort(x, axis=0)
     edges = np.vstack([np.full((1, n_columns), lower), x, np.full((1, n_columns), upper)])
     lengths = np.diff(edges, axis=0)  # (n + 1, n_columns)
-    ranks = np.arange(n + 1, dtype=float)[:, None]
-    utility = -np.abs(ranks - quantile * n)
+    ranks = np.arange(n + 1, dtype=float)[:, None] - n_absent[None, :]
+    utility = -np.abs(np.maximum(ranks, 0.0) - quantile * n_present[None, :])
     with np.errstate(divide="ignore"):
         log_weight = np.log(lengths) + 0.5 * epsilon * utility
     # Gumbel-max sampling of an interval per column.
@@ -96,6 +118,19 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", rando
         estimate = np.exp(estimate)
     event = Repeated(ExponentialMechanismRelease(epsilon), n_columns)
     return (float(estimate[0]) if one_column else estimate), event
+
+
+def _exact_quantile(values, quantile, bounds, nonzero):
+    """The non-private limit (epsilon = inf): the empirical quantile of the clipped values."""
+    x = np.asarray(values, dtype=float)
+    one_column = x.ndim == 1
+    x = np.clip(x.reshape(x.shape[0], -1), *bounds)
+    out = np.empty(x.shape[1])
+    for j in range(x.shape[1]):
+        col = x[:, j][x[:, j] != 0] if nonzero else x[:, j]
+        out[j] = np.quantile(col, quantile) if col.size else bounds[0]
+    event = Repeated(ExponentialMechanismRelease(np.inf), x.shape[1])
+    return (float(out[0]) if one_column else out), event
 
 
 def private_scale(X, epsilon, *, quantile=0.9, bounds=(1e-8, 1e8), center=None, random_state=None):

@@ -49,7 +49,9 @@ def sparse_vector_event(sensitivity, scale, bound, max_above, max_queries, delta
     rounds = Repeated(ApproxDPRelease(eps_round, 0.0), int(max_above))
     delta_rounds = delta_split * delta
     epsilon = rounds.epsilon(delta_rounds)
-    draws = int(max_queries) + int(max_above) + 1
+    # One query draw per query, and a threshold draw at the start and after every
+    # 'above' (at most min(max_above, max_queries) of them).
+    draws = int(max_queries) + min(int(max_above), int(max_queries)) + 1
     tv = draws * math.exp(-float(bound) / float(scale))
     delta_trunc = (1.0 + math.exp(min(epsilon, 700.0))) * tv
     return ApproxDPRelease(epsilon, min(1.0, delta_rounds + delta_trunc))
@@ -137,7 +139,7 @@ class SparseVector:
             raise ValueError("calibrated sparse vector needs epsilon > 0 and delta in (0, 1).")
         eps_round = _round_epsilon_for(epsilon, delta_split * delta, int(max_above))
         scale = 2.0 * float(sensitivity) / eps_round
-        draws = int(max_queries) + int(max_above) + 1
+        draws = int(max_queries) + min(int(max_above), int(max_queries)) + 1
         # A relative margin keeps rounding from pushing the total delta above target.
         slack = (1.0 - 1e-9) * (1.0 - delta_split) * delta / (1.0 + math.exp(min(epsilon, 700.0)))
         bound = scale * math.log(draws / slack)

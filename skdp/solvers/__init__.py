@@ -1,0 +1,41 @@
+"""Solvers of private linear-model ERM: pure functions of arrays returning coefficients and events.
+
+Each solver object bundles its public schedule. ``event(loss, mu, eps_q)``
+gives the exact privacy event of a run, computed before any data is read, and
+``solve(problem, mu, eps_q, rng)`` runs it and returns a :class:`SolverResult`
+whose event describes the noise actually drawn. ``mu`` is the Gaussian-DP
+budget of the solver's Gaussian releases; ``eps_q`` is the epsilon of each of
+its exponential-mechanism quantiles (``n_quantiles(loss)`` of them).
+"""
+
+from ._glm import CallableLoss, GLMProblem, SolverResult, aggregate_points, project_ball, project_two_balls
+from .clipped_gd import ClippedGD
+from .known_lipschitz import KnownLipschitz
+from .localized import Localized
+from .one_pass_glm import OnePassGLM
+from .svt_sgd import SVTSGD
+
+SOLVERS = ("localized", "known_lipschitz", "svt_sgd", "one_pass_glm", "clipped_gd")
+
+
+def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter=None, huber_auto=False,
+                moment_order=4, moment_bound=None, second_moment_bound=None):
+    """Build the solver ``name`` with its public schedule for a problem of the given size."""
+    moments = dict(moment_order=moment_order, moment_bound=moment_bound)
+    if name == "clipped_gd":
+        return ClippedGD(n_steps=max_iter or 200, huber_auto=huber_auto)
+    if name == "one_pass_glm":
+        return OnePassGLM(schedule=schedule, second_moment_bound=second_moment_bound, **moments)
+    if name == "localized":
+        return Localized(schedule=schedule, max_steps=max_iter or 100, n_coef=n_coef,
+                         second_moment_bound=second_moment_bound, **moments)
+    if name == "known_lipschitz":
+        return KnownLipschitz(schedule=schedule, max_steps=max_iter or 100, **moments)
+    if name == "svt_sgd":
+        return SVTSGD(schedule=schedule, second_moment_bound=second_moment_bound, **moments)
+    raise ValueError(f"Unknown algorithm {name!r}; choose one of {SOLVERS}.")
+
+
+__all__ = ["GLMProblem", "SolverResult", "CallableLoss", "aggregate_points", "project_ball",
+           "project_two_balls", "ClippedGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
+           "SOLVERS", "make_solver"]

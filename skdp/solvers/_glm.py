@@ -1,0 +1,208 @@
+"""Shared pieces of the linear-model solvers: the problem container and geometry.
+
+A :class:`GLMProblem` is what every solver sees: rows already clipped to a
+public norm (``row_bound``), an optional constant intercept column, labels, a
+loss from :mod:`skdp.losses` (or a user callable), per-coordinate ridge
+weights and the public radius of the coefficient ball. Solvers are pure
+functions of a problem, a privacy budget and a random generator; they return a
+:class:`SolverResult` with the exact privacy event of what they released and a
+record of their (public) schedule.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..mechanisms import clip_factors, row_norms
+
+__all__ = ["GLMProblem", "SolverResult", "CallableLoss", "project_ball", "project_two_balls",
+           "aggregate_points"]
+
+
+class CallableLoss:
+    """Adapter for a user loss ``f(prediction, y) -> (values, derivatives)``.
+
+    Nothing is assumed about the callable for privacy: every per-sample
+    gradient is clipped by the solver, and non-finite derivatives are replaced
+    by 0 (a fixed per-record rule) so that a NaN cannot reveal a record.
+    """
+
+    smoothness = np.inf
+    is_classification = False
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def derivative(self, z, y):
+        _, deriv = self.fn(z, y)
+        deriv = np.asarray(deriv, dtype=float).reshape(np.shape(z))
+        return np.where(np.isfinite(deriv), deriv, 0.0)
+
+    def value(self, z, y):
+        values, _ = self.fn(z, y)
+        return np.asarray(values, dtype=float)
+
+    def __repr__(self):
+        return f"CallableLoss({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+@dataclass
+class GLMProblem:
+    """A regularised linear-model ERM after preprocessing.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, n_coef)
+        Rows with norm at most ``row_bound`` (enforced by the caller).
+    y : ndarray of shape (n_samples,)
+    loss : Loss or CallableLoss
+    penalty : ndarray of shape (n_coef,)
+        Ridge weights: the objective is ``mean loss + 0.5 * sum(penalty * w**2)``.
+    radius : float
+        Public radius of the coefficient ball.
+    row_bound : float
+        Public bound on every row norm.
+    intercept : bool
+        Whether the last column is the constant intercept column (never
+        penalised by the solvers' own regularisation).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    loss: object
+    penalty: np.ndarray
+    radius: float
+    row_bound: float
+    intercept: bool = False
+    norms: np.ndarray = field(default=None, repr=False)
+    active: np.ndarray = field(default=None, repr=False)
+
+    def __post_init__(self):
+        self.X = np.asarray(self.X, dtype=float)
+        self.y = np.asarray(self.y, dtype=float)
+        self.penalty = np.asarray(self.penalty, dtype=float)
+        if self.norms is None:
+            self.norms = row_norms(self.X)
+        if self.norms.size and self.norms.max() > self.row_bound * (1 + 1e-9):
+            raise ValueError("GLMProblem rows must be clipped to row_bound before solving.")
+        if self.active is None:
+            self.active = np.ones(self.X.shape[0], dtype=bool)
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def n_coef(self):
+        return self.X.shape[1]
+
+    def subset(self, index):
+        """The same problem on a subset of rows (a disjoint block)."""
+        return GLMProblem(self.X[index], self.y[index], self.loss, self.penalty, self.radius,
+                          self.row_bound, intercept=self.intercept, norms=self.norms[index],
+                          active=self.active[index])
+
+    def with_loss(self, loss):
+        """The same problem with another loss."""
+        return GLMProblem(self.X, self.y, loss, self.penalty, self.radius, self.row_bound,
+                          intercept=self.intercept, norms=self.norms, active=self.active)
+
+    def with_active(self, active):
+        """The same problem where inactive rows are dummies with zero loss (n unchanged)."""
+        return GLMProblem(self.X, self.y, self.loss, self.penalty, self.radius, self.row_bound,
+                          intercept=self.intercept, norms=self.norms, active=np.asarray(active, bool))
+
+    def free_coordinates(self):
+        """1 for coefficients of features, 0 for the intercept."""
+        mask = np.ones(self.n_coef)
+        if self.intercept:
+            mask[-1] = 0.0
+        return mask
+
+    def derivatives(self, w, rows=None):
+        """Derivative of every (active) row's loss in its prediction; 0 for dummies."""
+        X = self.X if rows is None else self.X[rows]
+        y = self.y if rows is None else self.y[rows]
+        active = self.active if rows is None else self.active[rows]
+        return np.where(active, self.loss.derivative(X @ w, y), 0.0)
+
+    def clipped_gradient_sum(self, w, clip, rows=None):
+        """Sum of per-sample loss gradients at ``w``, each clipped to norm ``clip``.
+
+        The replace-one L2 sensitivity of the result is ``2 * clip``.
+        """
+        X = self.X if rows is None else self.X[rows]
+        norms = self.norms if rows is None else self.norms[rows]
+        deriv = self.derivatives(w, rows)
+        factors = clip_factors(np.abs(deriv) * norms, clip)
+        return X.T @ (deriv * factors)
+
+
+@dataclass
+class SolverResult:
+    """Coefficients, the privacy event of everything released, and the public schedule."""
+
+    coef: np.ndarray
+    event: object
+    schedule: dict
+
+
+def project_ball(v, radius, center=None):
+    """Euclidean projection onto the ball of ``radius`` around ``center`` (exact)."""
+    c = 0.0 if center is None else center
+    diff = v - c
+    norm = float(np.linalg.norm(diff))
+    if norm <= radius:
+        return v
+    return c + diff * (radius / norm)
+
+
+def project_two_balls(v, r1, c2, r2):
+    """Exact projection onto ``Ball(0, r1) ∩ Ball(c2, r2)`` (assumed non-empty).
+
+    If ``v`` is in both balls it is returned; else the projection onto one ball
+    is returned when it lies in the other; else both constraints are active and
+    ``v`` is projected onto the sphere where the two boundary spheres meet.
+    """
+    in1 = np.linalg.norm(v) <= r1
+    in2 = np.linalg.norm(v - c2) <= r2
+    if in1 and in2:
+        return v
+    p1 = project_ball(v, r1)
+    if np.linalg.norm(p1 - c2) <= r2 * (1 + 1e-12):
+        return p1
+    p2 = project_ball(v, r2, c2)
+    if np.linalg.norm(p2) <= r1 * (1 + 1e-12):
+        return p2
+    dist = float(np.linalg.norm(c2))
+    if dist == 0.0:
+        return project_ball(v, min(r1, r2))
+    u = c2 / dist
+    a = (dist**2 + r1**2 - r2**2) / (2 * dist)
+    h = np.sqrt(max(r1**2 - a**2, 0.0))
+    m = a * u
+    w = v - m - ((v - m) @ u) * u
+    norm_w = float(np.linalg.norm(w))
+    if norm_w == 0.0:
+        # Any point of the intersection circle is a projection; pick a fixed one.
+        basis = np.zeros_like(v)
+        basis[int(np.argmin(np.abs(u)))] = 1.0
+        w = basis - (basis @ u) * u
+        norm_w = float(np.linalg.norm(w))
+    return m + h * w / norm_w
+
+
+def aggregate_points(points):
+    """Radius-free geometric aggregation (seed_000 spec, P6).
+
+    For every point, the distance to its ``ceil(0.51 J)``-th nearest point (itself
+    included) is computed; the point with the smallest such radius is returned.
+    If at least 0.51 J of the points lie within R of some z, the output is within
+    3R of z, without knowing R. Pure post-processing of private points.
+    """
+    P = np.asarray(points, dtype=float)
+    J = P.shape[0]
+    k = int(np.ceil(0.51 * J))
+    dist = np.linalg.norm(P[:, None, :] - P[None, :, :], axis=2)
+    radius = np.sort(dist, axis=1)[:, k - 1]
+    return P[int(np.argmin(radius))].copy()
