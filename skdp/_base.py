@@ -103,19 +103,27 @@ class DPEstimatorMixin:
         event, result = solve()
         if not isinstance(event, PrivacyEvent):
             raise TypeError("The solver must return a PrivacyEvent with its result.")
-        planned_eps = planned_event.epsilon(self.delta)
-        actual_eps = event.epsilon(self.delta)
-        if actual_eps > planned_eps * (1.0 + _PRIVACY_TOLERANCE) + 1e-12:
-            # Keep the ledger honest before refusing to return a model.
-            accountant._settle(entry, event)
-            raise RuntimeError(
-                "Internal privacy error: the solver released more than planned "
-                f"(epsilon {actual_eps:.6g} > {planned_eps:.6g}). The model is withheld."
-            )
+        # Compare at the estimator's delta and at the accountant's: an event can be
+        # cheaper at one delta and dearer at another.
+        deltas = {float(self.delta), accountant._reporting_delta(accountant._entries)}
+        for delta in sorted(d for d in deltas if 0.0 < d < 1.0) or [float(self.delta)]:
+            planned_eps = planned_event.epsilon(delta)
+            actual_eps = event.epsilon(delta)
+            if actual_eps > planned_eps * (1.0 + _PRIVACY_TOLERANCE) + 1e-12:
+                # Keep the ledger honest before refusing to return a model.
+                try:
+                    accountant._settle(entry, event)
+                finally:
+                    raise RuntimeError(
+                        "Internal privacy error: the solver released more than planned "
+                        f"(epsilon {actual_eps:.6g} > {planned_eps:.6g} at delta={delta:.3g}). "
+                        "The model is withheld."
+                    )
         accountant._settle(entry, event)
+        spent = event.epsilon(self.delta)
         self.privacy_event_ = event
-        self.privacy_spent_ = PrivacySpent(actual_eps, float(self.delta))
-        self._log(f"spent epsilon={actual_eps:.4g} at delta={self.delta:.3g}")
+        self.privacy_spent_ = PrivacySpent(spent, float(self.delta))
+        self._log(f"spent epsilon={spent:.4g} at delta={self.delta:.3g}")
         return result
 
     # -- scikit-learn tags ------------------------------------------------------------------

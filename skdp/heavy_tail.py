@@ -9,15 +9,23 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import DPEstimatorMixin
 from ._validation import Interval, Options
-from .accounting import Sequential, calibrate_scale, dp_to_zcdp
+from .accounting import ExponentialMechanismRelease, Sequential, calibrate_scale, dp_to_gdp, dp_to_zcdp
 from .losses import AbsoluteLoss, HuberLoss, QuantileLoss, SquaredLoss
-from .mechanisms import clip_rows, private_robust_scaling, robust_scaling_event
+from .mechanisms import (
+    clip_rows,
+    pooled_scaling_event,
+    private_pooled_scale,
+    private_quantile,
+    private_robust_scaling,
+    robust_scaling_event,
+    row_norms,
+)
 from .solvers import SOLVERS, GLMProblem, CallableLoss, make_solver
 
 __all__ = ["DPHeavyTailRegressor"]
 
 _BUILTIN_LOSSES = ("squared", "huber", "absolute", "quantile")
-_MIN_QUANTILE_EPS_TIMES_N = 50.0  # rows x epsilon needed for reliable private medians
+_MIN_QUANTILE_EPS_TIMES_N = 80.0  # epsilon x rows for reliable private medians (fail prob ~ e^(-eps n / 4))
 _MAX_SCALING_SHARE = 0.25
 # Radius of the coefficient ball in standardised units. With standardised
 # features and target, ||w|| is about sqrt(explained variance) <= ~1.5 unless
@@ -75,12 +83,17 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     schedule : {"practical", "theory"}, default="practical"
         "theory" keeps the papers' constants (for fidelity tests). Changing the
         schedule changes accuracy, never the noise calibration.
-    scaling : {"auto", "none"}, default="auto"
-        "auto" standardises X and y with private robust statistics; "none"
-        treats the data as already standardised with public statistics.
+    scaling : {"auto", "robust", "pooled", "target", "none"}, default="auto"
+        How X and y are standardised before solving. "robust": a private
+        robust centre and scale per column; "pooled": one private scale for all
+        features (cheap; for features on a common scale) and a robust target;
+        "target": only the target (use it when the features were standardised
+        with public knowledge, e.g. one-hot columns); "none": the data are used
+        as they are. "auto" picks the first of robust, pooled, target that the
+        budget funds reliably (see ``scaling_["mode"]``).
     scaling_share : float in (0, 1) or "auto", default="auto"
         Share of the (zCDP) budget spent on private quantiles (scaling and clip
-        thresholds). "auto" gives each quantile ``epsilon * n >= 50`` when that
+        thresholds). "auto" gives each quantile ``epsilon * n >= 80`` when that
         costs at most 25% of the budget.
     max_iter : int or "auto", default="auto"
         Number of noisy steps of iterative solvers (per block for the
@@ -106,8 +119,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         The public schedule: steps, stages, clip thresholds (private outputs).
     scaling_ : dict
         The private centres and scales used for standardisation, the scaling
-        mode (``"robust"``, ``"scale_only"``, ``"target_only"`` or ``"none"``)
-        and the epsilon of each private quantile.
+        mode (``"robust"``, ``"pooled"``, ``"target"`` or ``"none"``) and the
+        epsilon of each private quantile.
     privacy_spent_ : PrivacySpent
     privacy_event_ : PrivacyEvent
     n_features_in_ : int
@@ -144,7 +157,7 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "algorithm": [Options({"auto", *SOLVERS})],
         "schedule": [Options({"practical", "theory"})],
-        "scaling": [Options({"auto", "none"})],
+        "scaling": [Options({"auto", "robust", "pooled", "target", "none"})],
         "scaling_share": [Interval(numbers.Real, 0, 1, closed="neither"), Options({"auto"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), Options({"auto"})],
         "moment_order": [Interval(numbers.Real, 2, None, closed="left")],
@@ -196,12 +209,12 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             return AbsoluteLoss()
         return QuantileLoss(self.quantile)
 
-    def _quantile_epsilon(self, n_samples, n_quantiles, rho_total):
+    def _quantile_epsilon(self, n_samples, n_quantiles, rho_total, eps_times_n=_MIN_QUANTILE_EPS_TIMES_N):
         """Per-quantile epsilon of the scaling/threshold releases (public rule)."""
         if n_quantiles == 0 or math.isinf(rho_total):
             return math.inf
         if self.scaling_share == "auto":
-            eps_needed = _MIN_QUANTILE_EPS_TIMES_N / n_samples
+            eps_needed = eps_times_n / n_samples
             share = n_quantiles * eps_needed**2 / 8.0 / rho_total
             share = min(_MAX_SCALING_SHARE, max(share, 0.02))
         else:
@@ -209,28 +222,37 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         return math.sqrt(8.0 * share * rho_total / n_quantiles)
 
     def _scaling_plan(self, n_samples, n_features, solver_quantiles, rho_total):
-        """Which columns to scale privately, and the epsilon of every quantile (public rule).
+        """How to standardise, and the epsilon of every private quantile (public rule).
 
-        Robust scaling costs three quantiles per column (one without an
-        intercept). When the budget cannot give every quantile ``epsilon * n >=
-        50`` within the scaling share, fewer columns are standardised:
-        features are only scaled (not centred), and at the smallest budgets only
-        the target is standardised. Fewer, better-funded quantiles degrade
-        accuracy gracefully instead of risking a wildly wrong scale.
+        ``"robust"`` scales and centres every column privately (three quantiles
+        per column with an intercept); ``"pooled"`` gives all features one
+        private scale (one quantile) and standardises the target; ``"target"``
+        only standardises the target; ``"none"`` uses the data as they are.
+        With ``scaling="auto"`` the first of robust, pooled, target whose
+        quantiles each get ``epsilon * n >= 80`` within the scaling share is
+        used, so that fewer, better-funded quantiles degrade accuracy gracefully
+        instead of risking wrong scales.
         """
-        if self.scaling == "none":
-            return "none", self._quantile_epsilon(n_samples, solver_quantiles, rho_total)
         per_col = 3 if self.fit_intercept else 1
-        tiers = [("robust", per_col * (n_features + 1)), ("scale_only", n_features + per_col),
-                 ("target_only", per_col)]
-        if self.scaling_share != "auto" or math.isinf(rho_total):
-            mode, count = tiers[0]
-            return mode, self._quantile_epsilon(n_samples, count + solver_quantiles, rho_total)
-        for mode, count in tiers:
-            eps_q = self._quantile_epsilon(n_samples, count + solver_quantiles, rho_total)
-            if eps_q * n_samples >= _MIN_QUANTILE_EPS_TIMES_N:
+        # pooled and target modes also release a private row bound (one quantile).
+        counts = {"robust": per_col * (n_features + 1), "pooled": 2 + per_col, "target": 1 + per_col,
+                  "none": 0}
+        need = {"robust": _MIN_QUANTILE_EPS_TIMES_N, "pooled": _MIN_QUANTILE_EPS_TIMES_N,
+                "target": _MIN_QUANTILE_EPS_TIMES_N, "none": 0.0}
+
+        def eps_for(mode):
+            return self._quantile_epsilon(n_samples, counts[mode] + solver_quantiles, rho_total,
+                                          need[mode])
+
+        if self.scaling != "auto":
+            return self.scaling, eps_for(self.scaling)
+        if math.isinf(rho_total):
+            return "robust", math.inf
+        for mode in ("robust", "pooled"):
+            eps_q = eps_for(mode)
+            if eps_q * n_samples >= need[mode]:
                 return mode, eps_q
-        return tiers[-1][0], eps_q
+        return "target", eps_for("target")
 
     # -- fit -----------------------------------------------------------------------------
     def fit(self, X, y):
@@ -260,11 +282,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                              max_iter=n_iter, huber_auto=(self.loss == "huber" and self.huber_delta == "auto"),
                              moment_order=self.moment_order, moment_bound=self.moment_bound,
                              second_moment_bound=self.second_moment_bound)
-        row_bound = math.sqrt(d) + 3.0
-        coef_row_bound = math.hypot(row_bound, 1.0) if self.fit_intercept else row_bound
         approx = getattr(solver, "budget_kind", "gdp") == "approx"
         if approx:
-            solver.clip = coef_row_bound
             delta_solver = self.delta / 2.0
 
             def solver_event(budget):
@@ -279,10 +298,13 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         non_private = math.isinf(self.epsilon)
         rho_total = math.inf if non_private else dp_to_zcdp(self.epsilon, self.delta)
         mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total)
-        center_features = self.fit_intercept and mode == "robust"
         pre_parts = []
-        if mode in ("robust", "scale_only"):
-            pre_parts.append(robust_scaling_event(d, eps_q, center_features))
+        if mode == "robust":
+            pre_parts.append(robust_scaling_event(d, eps_q, self.fit_intercept))
+        elif mode == "pooled":
+            pre_parts.append(pooled_scaling_event(eps_q))
+        if mode in ("pooled", "target"):
+            pre_parts.append(ExponentialMechanismRelease(eps_q))  # private row bound
         if mode != "none":
             pre_parts.append(robust_scaling_event(1, eps_q, self.fit_intercept))
         pre_event = Sequential(pre_parts)
@@ -291,8 +313,11 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 raise ValueError("svt_sgd is an (epsilon, delta) algorithm; it needs a finite epsilon.")
             budget = math.inf
         else:
+            # A relative margin of 1e-10 absorbs the rounding between the planned
+            # event (unit sensitivities) and the released one (actual thresholds).
+            guess = 1.0 / max(dp_to_gdp(self.epsilon, self.delta), 1e-12)
             scale = calibrate_scale(lambda s: Sequential([pre_event, solver_event(1.0 / s)]),
-                                    self.epsilon, self.delta)
+                                    self.epsilon * (1.0 - 1e-10), self.delta, initial=guess, rtol=1e-7)
             budget = 1.0 / scale
         planned = Sequential([pre_event, solver_event(budget)])
         rng = self._fit_generator()
@@ -301,16 +326,33 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             events = []
             jitter = 0.0 if non_private else 0.05
             cx, sx, cy, sy = np.zeros(d), np.ones(d), 0.0, 1.0
-            if mode in ("robust", "scale_only"):
-                cx, sx, ev_x = private_robust_scaling(X, eps_q, center=center_features, jitter=jitter,
+            if mode == "robust":
+                cx, sx, ev_x = private_robust_scaling(X, eps_q, center=self.fit_intercept, jitter=jitter,
                                                       random_state=rng)
+                events.append(ev_x)
+            elif mode == "pooled":
+                s_pool, ev_x = private_pooled_scale(X, eps_q, jitter=jitter, random_state=rng)
+                sx = np.full(d, s_pool)
                 events.append(ev_x)
             if mode != "none":
                 cy, sy, ev_y = private_robust_scaling(y, eps_q, center=self.fit_intercept, jitter=jitter,
                                                       random_state=rng)
                 events.append(ev_y)
             cx, sx = np.atleast_1d(cx), np.atleast_1d(sx)
-            Xs = clip_rows((X - cx) / sx, row_bound)
+            Xs = (X - cx) / sx
+            if mode in ("pooled", "target"):
+                # Features are not standardised column by column: bound rows by
+                # twice a private median of their norms, so that large features
+                # are kept (clipping them would make predictions extrapolate) and
+                # small ones only lose weight. (A higher quantile would fail upwards
+                # at these budgets and leave leverage outliers unclipped.)
+                median_norm, ev_a = private_quantile(row_norms(Xs), 0.5, eps_q, (1e-12, 1e12),
+                                                     scale="log", random_state=rng)
+                row_bound = 2.0 * median_norm
+                events.append(Sequential([ev_a]))
+            else:
+                row_bound = math.sqrt(d) + 3.0  # standardised rows: ~sqrt(d) +- a few
+            Xs = clip_rows(Xs, row_bound)
             ys = (y - cy) / sy
             if self.fit_intercept:
                 Xs = np.hstack([Xs, np.ones((n, 1))])
@@ -318,9 +360,11 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             if self.loss == "huber" and self.huber_delta != "auto":
                 problem_loss = HuberLoss(float(self.huber_delta) / sy)
             penalty = self._penalty(sx, sy, p)
+            coef_row_bound = math.hypot(row_bound, 1.0) if self.fit_intercept else row_bound
             problem = GLMProblem(Xs, ys, problem_loss, penalty, radius=_COEF_RADIUS, row_bound=coef_row_bound,
                                  intercept=self.fit_intercept)
             if approx:
+                solver.clip = coef_row_bound
                 result = solver.solve(problem, budget, delta_solver, rng)
             else:
                 result = solver.solve(problem, budget, eps_q, rng)

@@ -110,7 +110,9 @@ def test_exponential_mechanism_uses_bounded_range():
     # composition) thanks to the eps0^2/8-zCDP description.
     ev = Repeated(ExponentialMechanismRelease(0.1), 100)
     assert ev.epsilon(0.0) == pytest.approx(10.0)
-    assert ev.epsilon(1e-6) < ZCDPRelease(100 * 0.1**2 / 8).epsilon(1e-6) + 1e-9
+    # Equal to the eps^2/8-zCDP value up to the order grid (the zCDP curve is
+    # refined continuously, the mixed exponential-mechanism curve is not).
+    assert ev.epsilon(1e-6) <= ZCDPRelease(100 * 0.1**2 / 8).epsilon(1e-6) * (1 + 1e-4)
 
 
 def test_non_private_and_empty_events():

@@ -50,6 +50,10 @@ class Item:
         return self.event._has_rdp()
 
     def rdp_fn(self):
+        # The continuous refinement of the order only pays for linear curves
+        # (Gaussian, zCDP); elsewhere the dense order grid is within ~1e-4.
+        if not self.event._rdp_is_linear():
+            return None
         fn = self.event._rdp_fn()
         if fn is None:
             return None
@@ -132,8 +136,7 @@ def _split_two(c1, c2, free):
 
     # Coarse log-spaced grid on both ends, then a bounded refinement between the
     # neighbours of the best grid point.
-    grid = np.array([1e-8, 1e-5, 1e-3, 0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.98, 1 - 1e-3, 1 - 1e-5,
-                     1 - 1e-8])
+    grid = np.array([1e-6, 1e-3, 0.03, 0.2, 0.5, 0.8, 0.97, 1 - 1e-3, 1 - 1e-6])
     values = np.array([total(w) for w in grid])
     i = int(np.argmin(values))
     best = float(values[i])
@@ -188,6 +191,16 @@ def basic_composition(groups, delta):
 # --------------------------------------------------------------------------------------
 # entry points
 # --------------------------------------------------------------------------------------
+def _equal_split(groups, delta):
+    fixed = [g for g in groups if isinstance(g, _Fixed)]
+    curves = [g for g in groups if isinstance(g, _Curve)]
+    free = delta - sum(g.delta for g in fixed) - sum(c.min_delta for c in curves)
+    if free < 0.0:
+        return math.inf
+    share = free / len(curves) if curves else 0.0
+    return sum(g.epsilon for g in fixed) + sum(c.fn(c.min_delta + share) for c in curves)
+
+
 def _all(items, method):
     return all(getattr(it, method)() is not None for it in items)
 
@@ -226,9 +239,18 @@ def compose_epsilon(items, delta):
         if remaining:
             groups.append(_rdp_group(remaining))
         candidates.append(basic_composition(groups, delta))
+    # Each item on its own curve, except that Gaussian items always share one exact
+    # GDP curve (never worse than splitting delta between them).
+    individual = [_Curve(it.curve, it.min_delta()) if it.fixed_point() is None else _item_group(it)
+                  for it in items if it.gdp_mu() is None]
+    if gauss:
+        individual.append(_gdp_group(gauss))
     if len(items) <= _MAX_INDIVIDUAL:
-        candidates.append(basic_composition([_Curve(it.curve, it.min_delta()) if it.fixed_point() is None
-                                             else _item_group(it) for it in items], delta))
+        candidates.append(basic_composition(individual, delta))
+    else:
+        # Always-valid fallback with a cheap split: fixed points as they are, and an
+        # equal share of the remaining delta for every curve.
+        candidates.append(_equal_split(individual, delta))
     return max(0.0, min(candidates))
 
 

@@ -118,29 +118,37 @@ def gdp_epsilon(mu, delta):
 
 
 def gdp_mu_for(epsilon, delta):
-    """Largest mu such that mu-GDP implies (epsilon, delta)-DP."""
+    """Largest mu such that mu-GDP implies (epsilon, delta)-DP (never an overspending mu)."""
     epsilon = _check_epsilon(epsilon)
     delta = _check_delta(delta)
     if delta >= 1.0 or math.isinf(epsilon):
         return math.inf
     if delta < _TINY:
-        return 0.0
+        return 0.0  # the curve is not resolved below 1e-300: certify nothing
     lo, hi = 0.0, 1.0
     while gdp_delta(hi, epsilon) <= delta:
         lo, hi = hi, hi * 2.0
-        if hi > 1e8:  # pragma: no cover - epsilon astronomically large
-            return hi
+        if hi > 1e12:
+            break
     log_target = math.log(delta)
 
     def gap(mu):
         return math.log(max(gdp_delta(mu, epsilon), _TINY)) - log_target
 
-    mu = optimize.brentq(gap, max(lo, 1e-12), hi, xtol=1e-14, rtol=1e-13, maxiter=500)
+    if gap(hi) > 0.0 and gap(max(lo, 1e-300)) < 0.0:
+        mu = optimize.brentq(gap, max(lo, 1e-300), hi, xtol=1e-300, rtol=1e-13, maxiter=500)
+    else:
+        mu = lo
     # Never return a mu that overspends, in either direction of the curve (the
-    # epsilon reported for this mu must not exceed the target either).
-    while gdp_delta(mu, epsilon) > delta or gdp_epsilon(mu, delta) > epsilon:
-        mu *= 1.0 - 1e-11
-    return float(mu)
+    # epsilon reported for this mu must not exceed the target either). Bisect
+    # down if needed; a bounded number of steps always ends on the safe side.
+    step = 1e-12
+    for _ in range(200):
+        if gdp_delta(mu, epsilon) <= delta and gdp_epsilon(mu, delta) <= epsilon:
+            return float(mu)
+        mu *= 1.0 - step
+        step = min(2.0 * step, 0.5)
+    return 0.0
 
 
 # --------------------------------------------------------------------------------------

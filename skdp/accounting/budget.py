@@ -11,15 +11,16 @@ Design notes
   ledger for every fit. (Copying it silently is exactly how other libraries lose
   the cost of a grid search.)
 * An accountant unpickled in a *different* process (a joblib worker, or a model
-  loaded from disk tomorrow) cannot reach the original ledger. It comes back
-  *detached*: reading it works, charging it raises
-  :class:`DetachedAccountantError`. Use ``n_jobs=1`` or the threading backend for
+  loaded from disk tomorrow), or inherited by a forked child process, cannot
+  reach the original ledger. It is *detached*: reading it works, charging it
+  raises :class:`DetachedAccountantError`. Use ``n_jobs=1`` or the threading backend for
   parallel model selection, or call :meth:`BudgetAccountant.reattach` to use the
   restored copy as an independent ledger.
 * Fits compose as events: ten rho-zCDP fits cost ``10 rho``, converted once.
 """
 
 import math
+import os
 import threading
 import uuid
 import weakref
@@ -87,7 +88,7 @@ class BudgetAccountant:
     delta : float in [0, 1], default=1.0
         The delta at which the total epsilon is measured and capped. ``1.0``
         means no delta ceiling; the spend is then reported at the sum of the
-        deltas that the fits targeted.
+        deltas that the fits targeted, and is infinite once that sum reaches 1.
 
     Attributes
     ----------
@@ -96,9 +97,16 @@ class BudgetAccountant:
     spent : PrivacySpent
         Total (epsilon, delta) of the composition of all charged events.
     remaining : PrivacySpent
-        Epsilon headroom at the accountant's delta: a pure epsilon-DP release of
-        at most ``remaining.epsilon`` always fits. Gaussian releases compose more
-        tightly and often fit a larger nominal epsilon; :meth:`check` is exact.
+        Epsilon headroom at the accountant's delta: the budget minus the epsilon
+        spent. A pure epsilon-DP release of that size fits by basic composition;
+        the engine may certify a tighter total, so this is conservative.
+        :meth:`check` is the exact test.
+
+    Notes
+    -----
+    Every bound the accountant reports is a valid upper bound up to the
+    numerical tolerances of root finding (relative 1e-9); budgets are compared
+    with the same relative tolerance.
 
     Examples
     --------
@@ -133,6 +141,7 @@ class BudgetAccountant:
         self._epsilon = epsilon
         self._delta = delta
         self._uid = uid
+        self._pid = os.getpid()  # a forked child inherits the object, not the ledger
         self._lock = threading.RLock()
         with _MODULE_LOCK:
             _REGISTRY[uid] = self
@@ -155,8 +164,8 @@ class BudgetAccountant:
 
     @property
     def detached(self):
-        """True when this object was restored in a process that does not hold the live ledger."""
-        return self._detached
+        """True when this object lives in a process that does not hold the live ledger."""
+        return self._detached or self._pid != os.getpid()
 
     def total_event(self):
         """The sequential composition of everything charged so far."""
@@ -168,6 +177,10 @@ class BudgetAccountant:
         return min(1.0, sum(entry[1] for entry in entries))
 
     def _total_epsilon(self, entries, delta):
+        if self._delta >= 1.0 and delta >= 1.0 and any(entry[1] > 0 for entry in entries):
+            # Without a delta ceiling the spend is measured at the sum of the deltas
+            # the fits declared; once that reaches 1 the guarantee is vacuous.
+            return math.inf
         return Sequential([entry[0] for entry in entries]).epsilon(delta)
 
     @property
@@ -188,7 +201,7 @@ class BudgetAccountant:
 
     # -- charging ----------------------------------------------------------------------
     def _check_attached(self):
-        if self._detached:
+        if self.detached:
             raise DetachedAccountantError(
                 "This BudgetAccountant was restored from a pickle made in another process, so "
                 "it cannot charge the original ledger. Run model selection with n_jobs=1 or the "
@@ -251,11 +264,21 @@ class BudgetAccountant:
             return entry
 
     def _settle(self, entry, event):
-        """Replace a reservation by the event actually released (never more expensive)."""
+        """Replace a reservation by the event actually released.
+
+        The ledger then holds what was released, whatever happens next; if that
+        exceeds the budget (a solver that spent more than it planned, at the
+        accountant's delta), :class:`BudgetExceededError` is raised.
+        """
         if not isinstance(event, PrivacyEvent):
             raise TypeError(f"Expected a PrivacyEvent; got {type(event).__name__}.")
         with self._lock:
             entry[0] = event
+            exceeded, detail = self._exceeds(list(self._entries))
+        if exceeded:
+            raise BudgetExceededError(
+                "The release that was just recorded exceeds the budget (it cost more than was "
+                "reserved): " + self._exceeded_message(event, detail))
 
     def _exceeded_message(self, event, detail):
         total, delta = detail
@@ -268,6 +291,7 @@ class BudgetAccountant:
     def reattach(self):
         """Use a detached copy as an independent, chargeable ledger in this process."""
         self._detached = False
+        self._pid = os.getpid()
         return self
 
     # -- default accountant --------------------------------------------------------------

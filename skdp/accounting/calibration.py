@@ -118,17 +118,20 @@ def calibrate_scale(make_event, epsilon, delta, *, rtol=1e-9, initial=1.0):
     def spent(scale):
         return make_event(scale).epsilon(delta)
 
+    # Bracket the root geometrically around the initial guess (a good guess, e.g.
+    # from the Gaussian-DP inverse, brackets in one or two steps).
+    factor = 1.25
     lo = hi = float(initial)
     if spent(hi) > epsilon:
         while spent(hi) > epsilon:
-            lo, hi = hi, hi * 2.0
+            lo, hi = hi, hi * factor
+            factor = min(factor * factor, 1e6)
             if hi > 1e300:
                 raise ValueError("No finite noise scale meets the target budget.")
-        if lo == hi:
-            lo = hi / 2.0
     else:
         while spent(lo) <= epsilon:
-            hi, lo = lo, lo / 2.0
+            hi, lo = lo, lo / factor
+            factor = min(factor * factor, 1e6)
             if lo < 1e-300:
                 return hi
     # Invariant: spent(lo) > epsilon >= spent(hi). Brent's method on the log scale

@@ -122,6 +122,10 @@ class PrivacyEvent:
     def _min_delta(self):
         return 0.0
 
+    def _rdp_is_linear(self):
+        """True when the RDP curve is ``rho * alpha`` (Gaussian, zCDP)."""
+        return False
+
     def _own_epsilon(self, delta):
         """Best epsilon of this single event (the composition engine's base case)."""
         if self._has_rdp():
@@ -189,6 +193,9 @@ class GaussianRelease(PrivacyEvent):
         rho = self.mu**2 / 2.0
         return lambda alpha: alpha * rho
 
+    def _rdp_is_linear(self):
+        return True
+
     def _own_epsilon(self, delta):
         return gdp_epsilon(self.mu, delta)
 
@@ -216,6 +223,17 @@ def _randomized_response_rdp(eps0, orders):
     return np.minimum(np.maximum(log_terms / (a - 1), 0.0), eps0)
 
 
+def _randomized_response_rdp_scalar(eps0, alpha):
+    """Scalar version of :func:`_randomized_response_rdp` (pure Python, for refinement)."""
+    log_p = -math.log1p(math.exp(-eps0)) if eps0 < 700 else 0.0
+    log_q = -eps0 + log_p
+    a = alpha * log_p + (1 - alpha) * log_q
+    b = alpha * log_q + (1 - alpha) * log_p
+    m = max(a, b)
+    value = (m + math.log(math.exp(a - m) + math.exp(b - m))) / (alpha - 1)
+    return min(max(value, 0.0), eps0)
+
+
 def _pure_dp_profile_epsilon(eps0, delta):
     # Every eps0-DP mechanism is (eps', delta)-DP with
     # delta = (e^eps0 - e^eps') / (1 + e^eps0) (the randomized response profile).
@@ -237,11 +255,14 @@ def _pure_dp_profile_delta(eps0, epsilon):
 class LaplaceRelease(PrivacyEvent):
     """A value of L1 sensitivity ``sensitivity`` released with i.i.d. Laplace(scale) noise.
 
-    Pure ``epsilon0 = sensitivity / scale``-DP. A single release has the exact
-    profile of the one-dimensional Laplace mechanism,
-    ``delta(eps) = 1 - exp((eps - epsilon0) / 2)``; the one-dimensional pair is
-    the worst case for a given L1 sensitivity (its RDP is superadditive in
-    epsilon0, which the tests check), so the same curve holds in any dimension.
+    Pure ``epsilon0 = sensitivity / scale``-DP. A single release is accounted
+    with the exact profile of the one-dimensional Laplace mechanism,
+    ``delta(eps) = 1 - exp((eps - epsilon0) / 2)``, and its RDP curve. Using the
+    one-dimensional pair for a vector release of the same L1 sensitivity rests
+    on that pair being the worst case: the tests check it numerically (the
+    Laplace RDP is superadditive in epsilon0, and the hockey-stick curve of a
+    split sensitivity lies below the one-dimensional one); it is the same
+    convention as dp-accounting's ``LaplaceDpEvent``.
 
     Parameters
     ----------
@@ -351,7 +372,7 @@ class ExponentialMechanismRelease(PrivacyEvent):
 
     def _rdp_fn(self):
         eps0 = self.epsilon0
-        return lambda alpha: float(min(_randomized_response_rdp(eps0, [alpha])[0], alpha * eps0**2 / 8.0))
+        return lambda alpha: min(_randomized_response_rdp_scalar(eps0, alpha), alpha * eps0**2 / 8.0)
 
     def _own_epsilon(self, delta):
         return min(_pure_dp_profile_epsilon(self.epsilon0, delta), super()._own_epsilon(delta))
@@ -391,6 +412,9 @@ class ZCDPRelease(PrivacyEvent):
     def _rdp_fn(self):
         rho = self.rho
         return lambda alpha: alpha * rho
+
+    def _rdp_is_linear(self):
+        return True
 
 
 @dataclass(frozen=True)
@@ -444,7 +468,7 @@ class ApproxDPRelease(PrivacyEvent):
         if self.delta0 > 0.0:
             return None
         eps0 = self.epsilon0
-        return lambda alpha: float(_randomized_response_rdp(eps0, [alpha])[0])
+        return lambda alpha: _randomized_response_rdp_scalar(eps0, alpha)
 
     def _fixed_point(self):
         if self.delta0 == 0.0:

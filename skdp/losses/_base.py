@@ -55,6 +55,10 @@ class Loss:
     def lipschitz_bound(self, row_norms, y, radius):
         """Per-sample Lipschitz constant in the coefficients over the ball of ``radius``.
 
+        This is computed from each row itself (a per-record quantity): it may be
+        used to transform records one by one with a public threshold (as the
+        known-Lipschitz reduction does), never released or aggregated as is.
+
         Parameters
         ----------
         row_norms : ndarray
@@ -136,6 +140,8 @@ class MarginLoss(Loss):
     """A classification loss ``phi(y z)`` of the margin, ``y`` in {-1, +1}, ``phi`` convex non-increasing.
 
     Subclasses define ``_phi``, ``_dphi`` and ``_lower(M) = inf {m : phi'(m) >= -M}``.
+    The bounds (``derivative_bound``, ``lipschitz_bound``) assume ``|y| = 1``;
+    the estimators encode labels as -1 and +1 before using them.
     """
 
     is_classification = True

@@ -16,7 +16,12 @@ from .noise import (
     laplace_mechanism,
 )
 from .quantiles import private_quantile, private_scale
-from .scaling import private_robust_scaling, robust_scaling_event
+from .scaling import (
+    pooled_scaling_event,
+    private_pooled_scale,
+    private_robust_scaling,
+    robust_scaling_event,
+)
 from .sparse_vector import SparseVector, sparse_vector_event
 from .tree import TreeAggregator, tree_depth, tree_nodes
 
@@ -41,6 +46,8 @@ __all__ = [
     "private_scale",
     "private_robust_scaling",
     "robust_scaling_event",
+    "private_pooled_scale",
+    "pooled_scaling_event",
     "CertifiedSolution",
     "certified_minimize",
     "erm_sensitivity",

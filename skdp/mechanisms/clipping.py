@@ -3,6 +3,10 @@
 For linear models a per-sample gradient is ``derivative_i * x_i``; its clipped
 sum is ``X.T @ (derivative * factor)`` with a per-row factor, so no ``n x d``
 temporary is built.
+
+Rows (or derivatives) with a non-finite entry are treated as zero vectors: a
+fixed per-record rule that keeps the sensitivity bound and, unlike an error or a
+NaN output, does not reveal that such a record exists.
 """
 
 import numpy as np
@@ -43,6 +47,13 @@ def clip_factors(norms, max_norm):
     return factors
 
 
+def _finite_rows(X):
+    finite = np.isfinite(X).all(axis=1)
+    if finite.all():
+        return X
+    return np.where(finite[:, None], X, 0.0)
+
+
 def clip_rows(X, max_norm):
     """Scale every row of ``X`` to L2 norm at most ``max_norm`` (returns a new array).
 
@@ -53,7 +64,7 @@ def clip_rows(X, max_norm):
     >>> np.round(clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0), 12).tolist()
     [[0.6, 0.8], [0.3, 0.4]]
     """
-    X = np.asarray(X, dtype=float)
+    X = _finite_rows(np.asarray(X, dtype=float))
     return X * clip_factors(row_norms(X), max_norm)[:, None]
 
 
@@ -62,7 +73,7 @@ def clipped_sum(V, max_norm):
 
     Replacing one row changes the result by at most ``2 * max_norm`` in L2.
     """
-    V = np.asarray(V, dtype=float)
+    V = _finite_rows(np.asarray(V, dtype=float))
     return clip_factors(row_norms(V), max_norm) @ V
 
 
@@ -93,8 +104,9 @@ def clipped_linear_gradient_sum(X, derivative, max_norm, norms=None):
     >>> np.round(g, 12).tolist()  # 0.6 * [3, 4] / 5 ... clipped to 1, minus 0.5 * [1, 0]
     [0.1, 0.8]
     """
-    X = np.asarray(X, dtype=float)
+    X = _finite_rows(np.asarray(X, dtype=float))
     derivative = np.asarray(derivative, dtype=float)
+    derivative = np.where(np.isfinite(derivative), derivative, 0.0)
     if norms is None:
         norms = row_norms(X)
     factors = clip_factors(np.abs(derivative) * norms, max_norm)

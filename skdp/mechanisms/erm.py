@@ -16,7 +16,12 @@ wrong smoothness constant cannot break it), strong convexity gives
 public quantities and the solver never releases an uncertified point. Projected
 gradient descent provably reaches the certificate within a number of steps that
 depends only on public quantities and the step, so the solver always returns;
-the number of iterations it took depends on the data and is not exposed.
+the number of iterations it took depends on the data and is not exposed, but
+the wall-clock time of a fit reveals it (as it does for any iterative solver
+run to a tolerance): do not publish fit times of private models. Floating point
+limits the tolerance that can be certified: both bounds carry a margin for
+rounding, and tolerances below ``16 eps * smoothness / strong_convexity *
+(radius + |center|)`` are refused before anything is computed.
 """
 
 import math
@@ -127,6 +132,13 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
     H = max(H, mu)
     x0 = np.asarray(x0, dtype=float)
     center = np.zeros_like(x0) if center is None else np.asarray(center, dtype=float)
+    eps = np.finfo(float).eps
+    scale = radius + float(np.linalg.norm(center))
+    floor = 16.0 * eps * (H / mu) * scale
+    if tol < floor:
+        raise ValueError(
+            f"tol={tol:.3g} is below what floating point can certify for this problem "
+            f"(16 eps * smoothness / strong_convexity * (radius + |center|) = {floor:.3g}).")
     project = _ball_projector(center, radius)
 
     # Budget of projected gradient descent: with a step t that passes the
@@ -147,8 +159,16 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
 
     def certified(x, f_x, g_x, step):
         x_plus, f_plus, g_plus, step = _gradient_step(fun_and_grad, project, x, f_x, g_x, step)
-        bound = 2.0 * float(np.linalg.norm(x - x_plus)) / (step * mu)
-        return bound <= tol, x_plus, f_plus, g_plus, step
+        # Two valid bounds on ||x - x*|| for feasible x: the gradient bound
+        # ||grad f(x)|| / mu (strong convexity + the optimality condition at x*),
+        # which has no cancellation, and the gradient-mapping bound, which also
+        # handles active constraints; the latter gets a margin for the rounding
+        # of x+ (when t * grad is below an ulp of x, x+ == x in floating point).
+        size = float(np.linalg.norm(x)) + float(np.linalg.norm(x_plus))
+        # Rounding in the gradient is about eps * H * |x|; in x+ about eps * |x|.
+        grad_bound = (float(np.linalg.norm(g_x)) + 8.0 * eps * H * size) / mu
+        mapping_bound = 2.0 * (float(np.linalg.norm(x - x_plus)) + 8.0 * eps * size) / (step * mu)
+        return min(grad_bound, mapping_bound) <= tol, x_plus, f_plus, g_plus, step
 
     # Phase 1: accelerated projected gradient with function-value restarts.
     x = project(x0)

@@ -148,8 +148,13 @@ def bounded_laplace_event(sensitivity, scale, bound, n_draws=1):
     ApproxDPRelease
     """
     epsilon = float(sensitivity) / float(scale)
-    tv = n_draws * math.exp(-float(bound) / float(scale))
-    delta = min(1.0, (1.0 + math.exp(min(epsilon, 700.0))) * tv)
+    # In log space: exp(epsilon) and exp(-bound/scale) overflow/underflow for
+    # extreme parameters. A positive sensitivity never yields a pure-DP claim: the
+    # supports of the two output distributions differ.
+    log_delta = float(np.logaddexp(0.0, epsilon)) + math.log(n_draws) - float(bound) / float(scale)
+    delta = min(1.0, math.exp(log_delta)) if log_delta < 0 else 1.0
+    if epsilon > 0:
+        delta = max(delta, 1e-300)
     return ApproxDPRelease(epsilon, delta)
 
 

@@ -12,6 +12,8 @@ scales), where a uniform base measure on a wide public range would waste the
 budget on empty space.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, Repeated
@@ -41,7 +43,8 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
         Privacy parameter of each column's estimate; ``inf`` returns the exact
         empirical quantile (not private).
     bounds : (float, float)
-        Public output range; values outside it are clipped to it.
+        Public output range; values outside it are clipped to it (NaN and
+        ``-inf`` count as the lower bound, ``+inf`` as the upper).
     scale : {"linear", "log"}, default="linear"
         ``"log"`` draws uniformly in ``log`` space within each interval; values at
         or below ``lower`` are treated as ``lower``.
@@ -89,32 +92,63 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     one_column = x.ndim == 1
     x = x.reshape(x.shape[0], -1)
     n, n_columns = x.shape
+    # Non-finite values get a fixed place (a per-record rule): NaN and -inf at the
+    # lower bound, +inf at the upper. Raising instead would reveal the record.
+    x = np.nan_to_num(x, nan=lower, posinf=upper, neginf=lower)
+    # Work on columns as contiguous rows: sorting along the last axis is fast.
+    x = np.ascontiguousarray(x.T)
     if nonzero:
         present = x != 0
-        n_present = present.sum(axis=0).astype(float)
-        n_absent = n - n_present
-        # Zeros sit at the lower edge, below every value that is present, where
-        # they only create zero-length intervals; ranks are shifted past them.
-        x = np.where(present, np.clip(x, lower, upper), lower)
+        n_present = present.sum(axis=1).astype(float)
     else:
         n_present = np.full(n_columns, float(n))
-        n_absent = np.zeros(n_columns)
-        x = np.clip(x, lower, upper)
-    if scale == "log":
-        x, lower, upper = np.log(x), np.log(lower), np.log(upper)
-    x = np.sort(x, axis=0)
-    edges = np.vstack([np.full((1, n_columns), lower), x, np.full((1, n_columns), upper)])
-    lengths = np.diff(edges, axis=0)  # (n + 1, n_columns)
-    ranks = np.arange(n + 1, dtype=float)[:, None] - n_absent[None, :]
-    utility = -np.abs(np.maximum(ranks, 0.0) - quantile * n_present[None, :])
-    with np.errstate(divide="ignore"):
-        log_weight = np.log(lengths) + 0.5 * epsilon * utility
-    # Gumbel-max sampling of an interval per column.
-    gumbel = rng.gumbel(size=log_weight.shape)
-    k = np.argmax(log_weight + gumbel, axis=0)
+    n_absent = n - n_present
+    log_scale = scale == "log"
+    if log_scale:
+        lower_t, upper_t = np.log(lower), np.log(upper)
+    else:
+        lower_t, upper_t = lower, upper
+
+    def intervals(cols):
+        """Edges, lengths and cumulative weights of the intervals of some columns."""
+        xc = x[cols]
+        if nonzero:
+            # Zeros sit at the lower edge, below every value that is present, where
+            # they only create zero-length intervals; ranks are shifted past them.
+            xc = np.where(xc != 0, np.clip(xc, lower, upper), lower)
+        else:
+            xc = np.clip(xc, lower, upper)
+        if log_scale:
+            xc = np.log(xc)
+        xc.sort(axis=1)
+        edges = np.empty((xc.shape[0], n + 2))
+        edges[:, 0], edges[:, -1], edges[:, 1:-1] = lower_t, upper_t, xc
+        lengths = np.diff(edges, axis=1)  # (columns, n + 1)
+        ranks = np.arange(n + 1, dtype=float)[None, :] - n_absent[cols, None]
+        utility = -np.abs(np.maximum(ranks, 0.0) - quantile * n_present[cols, None])
+        with np.errstate(divide="ignore"):
+            log_weight = np.log(lengths) + 0.5 * epsilon * utility
+        log_weight -= log_weight.max(axis=1, keepdims=True)
+        return edges, lengths, np.cumsum(np.exp(log_weight), axis=1)
+
+    if n * n_columns >= 400_000 and n_columns >= 2:
+        # Large inputs: two threads (numpy releases the GIL); the random draws
+        # below stay in the main thread, in column order, so results do not depend
+        # on the split.
+        halves = [np.arange(0, n_columns // 2), np.arange(n_columns // 2, n_columns)]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            parts = list(pool.map(intervals, halves))
+        edges, lengths, cumulative = (np.vstack([part[i] for part in parts]) for i in range(3))
+    else:
+        edges, lengths, cumulative = intervals(np.arange(n_columns))
+    # Sample an interval per column by inverse CDF (exactly the exponential
+    # mechanism's distribution over intervals), then a point uniformly inside.
+    u = rng.random(n_columns) * cumulative[:, -1]
+    k = np.array([min(int(np.searchsorted(cumulative[j], u[j], side="left")), n)
+                  for j in range(n_columns)], dtype=int)
     cols = np.arange(n_columns)
-    estimate = edges[k, cols] + rng.random(n_columns) * lengths[k, cols]
-    if scale == "log":
+    estimate = edges[cols, k] + rng.random(n_columns) * lengths[cols, k]
+    if log_scale:
         estimate = np.exp(estimate)
     event = Repeated(ExponentialMechanismRelease(epsilon), n_columns)
     return (float(estimate[0]) if one_column else estimate), event

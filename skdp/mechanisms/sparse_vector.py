@@ -13,6 +13,8 @@ delta with the factor ``1 + e^epsilon``.
 
 import math
 
+import numpy as np
+
 from ..accounting import ApproxDPRelease, Repeated
 from ._random import check_generator
 from .noise import bounded_laplace_noise
@@ -52,8 +54,8 @@ def sparse_vector_event(sensitivity, scale, bound, max_above, max_queries, delta
     # One query draw per query, and a threshold draw at the start and after every
     # 'above' (at most min(max_above, max_queries) of them).
     draws = int(max_queries) + min(int(max_above), int(max_queries)) + 1
-    tv = draws * math.exp(-float(bound) / float(scale))
-    delta_trunc = (1.0 + math.exp(min(epsilon, 700.0))) * tv
+    log_trunc = float(np.logaddexp(0.0, epsilon)) + math.log(draws) - float(bound) / float(scale)
+    delta_trunc = max(math.exp(min(log_trunc, 0.0)), 1e-300)
     return ApproxDPRelease(epsilon, min(1.0, delta_rounds + delta_trunc))
 
 
@@ -141,8 +143,9 @@ class SparseVector:
         scale = 2.0 * float(sensitivity) / eps_round
         draws = int(max_queries) + min(int(max_above), int(max_queries)) + 1
         # A relative margin keeps rounding from pushing the total delta above target.
-        slack = (1.0 - 1e-9) * (1.0 - delta_split) * delta / (1.0 + math.exp(min(epsilon, 700.0)))
-        bound = scale * math.log(draws / slack)
+        # bound = scale * log(draws (1 + e^eps) / slack_delta), in log space.
+        log_slack = math.log((1.0 - 1e-9) * (1.0 - delta_split) * delta) - float(np.logaddexp(0.0, epsilon))
+        bound = scale * (math.log(draws) - log_slack)
         return cls(threshold, scale=scale, bound=bound, sensitivity=sensitivity,
                    max_above=max_above, max_queries=max_queries, random_state=random_state)
 

@@ -6,8 +6,9 @@ prefix sum at time ``t`` adds the nodes along the chain
 ``t, t - lowbit(t), ...`` (``popcount(t)`` nodes), so its noise is
 ``N[t] = N[t - lowbit(t)] + xi_t`` with variance ``popcount(t) * noise_std^2``.
 
-Privacy: a record that changes one leaf by at most ``leaf_sensitivity`` (L2)
-changes the nodes that cover that leaf, and no leaf is covered by more than
+Privacy: it is assumed that a record contributes to one leaf only (one pass
+over the data, each record in one step); a record that changes its leaf by at
+most ``leaf_sensitivity`` (L2) changes the nodes that cover that leaf, and no leaf is covered by more than
 ``bit_length(n_steps)`` released nodes (the exact layer count; paper 002's
 ``ceil(log2 n) + 1`` and ``2 ln n`` are wrong at small n). The whole stream of
 releases is therefore the composition of ``bit_length(n_steps)`` Gaussian

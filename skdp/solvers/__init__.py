@@ -23,7 +23,7 @@ def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter
     """Build the solver ``name`` with its public schedule for a problem of the given size."""
     moments = dict(moment_order=moment_order, moment_bound=moment_bound)
     if name == "clipped_gd":
-        return ClippedGD(n_steps=max_iter or 200, huber_auto=huber_auto)
+        return ClippedGD(n_steps=max_iter or 100, huber_auto=huber_auto)
     if name == "one_pass_glm":
         return OnePassGLM(schedule=schedule, second_moment_bound=second_moment_bound, **moments)
     if name == "localized":

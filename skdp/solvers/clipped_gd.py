@@ -20,9 +20,16 @@ Practical schedule (the defaults; they change accuracy, never the calibration):
   variance ``(4 C / (n mu))^2`` per coordinate (curvature about 1/2) if the
   standardised signal were spread evenly, ``||w||^2 = 1``. It vanishes as
   ``n * mu`` grows (and at epsilon = inf) and only changes accuracy;
-* steps decrease as ``eta0 * min(1, tau / (t + 1))`` from the start of each stage,
-  which is robust to an unknown curvature; the output is the average of the
-  last half of the iterates (noise averages out, bias has decayed).
+* the step is set from a private estimate of the largest eigenvalue of the mean
+  of ``x x^T`` (the smoothness of the squared loss), one scalar Gaussian release
+  of sensitivity ``row_bound^2 / n`` (replacing a row changes the mean of
+  rank-one matrices by a difference of two PSD terms of norm at most
+  ``row_bound^2 / n``, and by Weyl's inequality so does the top eigenvalue) with
+  2% of the solver's mu^2; ``eta0 = 1 / (lambda_hat + 2 sigma)``, capped at
+  ``step_size``;
+* steps decrease as ``eta0 * min(1, tau / (t + 1))`` from the start of each stage
+  (``tau`` a quarter of the steps); the output is the average of the last half
+  of the iterates (noise averages out, bias has decayed).
 
 Losses with a bounded derivative (absolute, quantile) use the public bound
 ``max|loss'| * row_bound`` as threshold: no quantile is spent and clipping
@@ -44,6 +51,18 @@ __all__ = ["ClippedGD"]
 # are |loss'| x ||x|| with ||x|| <= row_bound, and a short public range keeps a
 # starved quantile from landing absurdly far from the data.
 _CLIP_RANGE = (1e-6, 10.0)
+_CURVATURE_SHARE = 0.02
+
+
+def _top_eigenvalue(X):
+    """Largest eigenvalue of X^T X / n (exact, from the Gram matrix or Lanczos)."""
+    n, p = X.shape
+    if p <= 256:
+        return float(np.linalg.eigvalsh(X.T @ X / n)[-1])
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    op = LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v) / n, dtype=float)
+    return float(eigsh(op, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0])
 
 
 def _bounded_derivative(loss):
@@ -72,8 +91,9 @@ class ClippedGD:
         Quantile of the per-sample gradient norms used as threshold.
     step_size : float
         Initial step ``eta0`` (features are standardised by the estimator).
-    step_decay : float
-        ``tau`` of the step schedule ``eta0 * min(1, tau / (t + 1))``.
+    step_decay : float or None
+        ``tau`` of the step schedule ``eta0 * min(1, tau / (t + 1))``; None
+        uses a quarter of the steps of the stage.
     huber_auto : bool
         For a Huber loss, set its threshold to 1.345 private robust standard
         deviations of the warm-up residuals.
@@ -83,22 +103,27 @@ class ClippedGD:
         Re-estimate the clip threshold after the warm-up stage.
     shrinkage : bool
         Add the privacy-driven ridge described above.
+    curvature_release : bool
+        Set the step from a private estimate of the curvature (else from the
+        public bound ``2 p / row_bound^2``).
     """
 
     name = "clipped_gd"
 
-    def __init__(self, n_steps=200, warm_fraction=0.25, clip=None, clip_quantile=0.3, step_size=1.0,
-                 step_decay=10.0, huber_auto=False, averaging=True, adaptive_clip=True, shrinkage=True):
+    def __init__(self, n_steps=100, warm_fraction=0.25, clip=None, clip_quantile=0.3, step_size=1.0,
+                 step_decay=None, huber_auto=False, averaging=True, adaptive_clip=True, shrinkage=True,
+                 curvature_release=True):
         self.n_steps = int(n_steps)
         self.warm_fraction = float(warm_fraction)
         self.clip = clip
         self.clip_quantile = float(clip_quantile)
         self.step_size = float(step_size)
-        self.step_decay = float(step_decay)
+        self.step_decay = step_decay
         self.huber_auto = bool(huber_auto)
         self.averaging = bool(averaging)
         self.adaptive_clip = bool(adaptive_clip)
         self.shrinkage = bool(shrinkage)
+        self.curvature_release = bool(curvature_release)
 
     # -- planning (public) -----------------------------------------------------------
     def _stages(self):
@@ -115,12 +140,22 @@ class ClippedGD:
         huber = 1 if (self.huber_auto and isinstance(loss, HuberLoss)) else 0
         return clips + huber
 
+    def _mu_split(self, mu):
+        """(mu of the curvature release, mu of the gradient steps): squares add to mu^2."""
+        if not self.curvature_release:
+            return 0.0, mu
+        return math.sqrt(_CURVATURE_SHARE) * mu, math.sqrt(1.0 - _CURVATURE_SHARE) * mu
+
     def event(self, loss, mu, eps_q, n_samples=None):
         """The event of a run with total Gaussian budget ``mu`` (exactly mu-GDP)."""
         T = sum(self._stages())
-        gauss = Repeated(GaussianRelease(1.0, math.sqrt(T) / mu), T)
+        mu_curv, mu_steps = self._mu_split(mu)
+        parts = [Repeated(GaussianRelease(1.0, math.sqrt(T) / mu_steps), T)]
+        if self.curvature_release:
+            parts.append(GaussianRelease(1.0, 1.0 / mu_curv))
         k = self.n_quantiles(loss)
-        parts = [gauss] + ([Repeated(ExponentialMechanismRelease(eps_q), k)] if k else [])
+        if k:
+            parts.append(Repeated(ExponentialMechanismRelease(eps_q), k))
         return Sequential(parts)
 
     # -- solving ------------------------------------------------------------------------
@@ -133,6 +168,19 @@ class ClippedGD:
         releases = []
         public_bound = _bounded_derivative(loss)
         free = problem.free_coordinates()
+        mu_curv, mu = self._mu_split(mu)
+        if self.curvature_release:
+            sensitivity = problem.row_bound**2 / n
+            sigma_curv = sensitivity / mu_curv
+            lam = _top_eigenvalue(problem.X) + sigma_curv * rng.standard_normal()
+            releases.append(GaussianRelease(sensitivity, sigma_curv))
+            curvature = max(lam + 2.0 * sigma_curv, 1e-6) * problem.loss_smoothness_or_one()
+            eta0 = min(self.step_size, 1.0 / (curvature + float(np.max(problem.penalty, initial=0.0))))
+        else:
+            # The mean Hessian is at most the mean of x x^T, whose trace is at most
+            # row_bound^2: for standardised rows (about sqrt(p) long) eta0 stays the
+            # given step; for longer rows it shrinks.
+            eta0 = min(self.step_size, 2.0 * p / problem.row_bound**2)
         shrinks = []
         w = np.zeros(p)
         avg = np.zeros(p)
@@ -164,13 +212,15 @@ class ClippedGD:
             for t in range(steps):
                 grad = problem.clipped_gradient_sum(w, C) / n
                 grad = grad + sigma * rng.standard_normal(p) + penalty * w
-                eta = self.step_size * min(1.0, self.step_decay / (t + 1))
+                tau = self.step_decay if self.step_decay is not None else max(1.0, steps / 4.0)
+                eta = eta0 * min(1.0, tau / (t + 1))
                 w = project_ball(w - eta * grad, problem.radius)
                 if s == len(stages) - 1 and t >= steps // 2:
                     avg += w
                     count += 1
         coef = avg / count if (self.averaging and count) else w
         schedule = {"algorithm": self.name, "n_steps": T, "stages": stages, "clip_thresholds": clips,
+                    "step_size": eta0,
                     "grad_evals": T * n, "privacy_ridge": shrinks}
         if isinstance(loss, HuberLoss) and self.huber_auto:
             schedule["huber_delta"] = loss.delta

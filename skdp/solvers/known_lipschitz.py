@@ -72,7 +72,6 @@ class KnownLipschitz:
         n, p = problem.X.shape
         rho = mu * mu / 2.0
         D = 2.0 * problem.radius
-        lip = problem.loss.lipschitz_bound(problem.norms, problem.y, problem.radius)
         events = []
         if self.clip is not None:
             C = float(self.clip)
@@ -82,10 +81,10 @@ class KnownLipschitz:
         else:
             level = min(0.99, max(0.5, 1.0 - math.sqrt(p / rho) / n))
             upper = 10.0 * problem.row_bound * max(1.0, problem.radius * problem.row_bound)
-            C, ev = private_quantile(lip, level, eps_q, (1e-6 * problem.row_bound, upper), scale="log",
-                                     random_state=rng)
+            C, ev = private_quantile(problem.lipschitz_bounds(), level, eps_q,
+                                     (1e-6 * problem.row_bound, upper), scale="log", random_state=rng)
             events.append(ev)
-        reduced = problem.with_active(lip <= C)
+        reduced = problem.truncated(C)
         sizes = phase_sizes(n)
         eta = D / (C * math.sqrt(n))
         w = np.zeros(p)
