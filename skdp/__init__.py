@@ -1,8 +1,15 @@
 """skdp: scikit-learn estimators that learn with differential privacy."""
 
-from .accounting import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
+from .accounting import BudgetAccountant, BudgetExceededError, LowBudgetWarning, PrivacyLeakWarning
 from .heavy_tail import DPHeavyTailRegressor
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DPHeavyTailRegressor", "BudgetAccountant", "BudgetExceededError", "PrivacyLeakWarning", "__version__"]
+__all__ = [
+    "DPHeavyTailRegressor",
+    "BudgetAccountant",
+    "BudgetExceededError",
+    "LowBudgetWarning",
+    "PrivacyLeakWarning",
+    "__version__",
+]

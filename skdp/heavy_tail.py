@@ -2,6 +2,7 @@
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -9,7 +10,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import DPEstimatorMixin
 from ._validation import Interval, Options
-from .accounting import ExponentialMechanismRelease, Sequential, calibrate_scale, dp_to_gdp, dp_to_zcdp
+from .accounting import (
+    ExponentialMechanismRelease,
+    LowBudgetWarning,
+    Sequential,
+    calibrate_scale,
+    dp_to_gdp,
+    dp_to_zcdp,
+)
 from .losses import AbsoluteLoss, HuberLoss, QuantileLoss, SquaredLoss
 from .mechanisms import (
     clip_rows,
@@ -27,6 +35,10 @@ __all__ = ["DPHeavyTailRegressor"]
 _BUILTIN_LOSSES = ("squared", "huber", "absolute", "quantile")
 _MIN_QUANTILE_EPS_TIMES_N = 80.0  # epsilon x rows for reliable private medians (fail prob ~ e^(-eps n / 4))
 _MAX_SCALING_SHARE = 0.25
+# When even the cheapest tier cannot fund its quantiles, fewer quantiles get a
+# larger share: they decide whether the fit is sane at all.
+_STARVED_SCALING_SHARE = 0.4
+_STARVED_EPS_TIMES_N = 40.0
 # Radius of the coefficient ball in standardised units. With standardised
 # features and target, ||w|| is about sqrt(explained variance) <= ~1.5 unless
 # features are strongly collinear; the ball only bounds noise excursions.
@@ -126,6 +138,12 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
 
+    Warns
+    -----
+    LowBudgetWarning
+        When ``epsilon * n_samples`` is too small for the private quantiles that
+        locate and scale the data (decided from public inputs only).
+
     Notes
     -----
     Privacy holds for any input: every data-dependent quantity (scales, clip
@@ -197,6 +215,14 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             return "localized"
         return "clipped_gd"
 
+    def _make_solver(self, algorithm, loss, n_samples, n_coef):
+        """The solver object for this fit, with its public schedule."""
+        n_iter = None if self.max_iter == "auto" else int(self.max_iter)
+        return make_solver(algorithm, loss=loss, n_samples=n_samples, n_coef=n_coef, schedule=self.schedule,
+                           max_iter=n_iter, huber_auto=(self.loss == "huber" and self.huber_delta == "auto"),
+                           moment_order=self.moment_order, moment_bound=self.moment_bound,
+                           second_moment_bound=self.second_moment_bound)
+
     def _standardised_loss(self):
         """The loss in standardised units (thresholds fixed after scaling)."""
         if callable(self.loss):
@@ -209,19 +235,20 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             return AbsoluteLoss()
         return QuantileLoss(self.quantile)
 
-    def _quantile_epsilon(self, n_samples, n_quantiles, rho_total, eps_times_n=_MIN_QUANTILE_EPS_TIMES_N):
+    def _quantile_epsilon(self, n_samples, n_quantiles, rho_total, eps_times_n=_MIN_QUANTILE_EPS_TIMES_N,
+                          cap=_MAX_SCALING_SHARE):
         """Per-quantile epsilon of the scaling/threshold releases (public rule)."""
         if n_quantiles == 0 or math.isinf(rho_total):
             return math.inf
         if self.scaling_share == "auto":
             eps_needed = eps_times_n / n_samples
             share = n_quantiles * eps_needed**2 / 8.0 / rho_total
-            share = min(_MAX_SCALING_SHARE, max(share, 0.02))
+            share = min(cap, max(share, 0.02))
         else:
             share = float(self.scaling_share)
         return math.sqrt(8.0 * share * rho_total / n_quantiles)
 
-    def _scaling_plan(self, n_samples, n_features, solver_quantiles, rho_total):
+    def _scaling_plan(self, n_samples, n_features, solver_quantiles, rho_total, cap=_MAX_SCALING_SHARE):
         """How to standardise, and the epsilon of every private quantile (public rule).
 
         ``"robust"`` scales and centres every column privately (three quantiles
@@ -242,7 +269,7 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
 
         def eps_for(mode):
             return self._quantile_epsilon(n_samples, counts[mode] + solver_quantiles, rho_total,
-                                          need[mode])
+                                          need[mode], cap)
 
         if self.scaling != "auto":
             return self.scaling, eps_for(self.scaling)
@@ -277,11 +304,7 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         algorithm = self._choose_algorithm(n, d)
         p = d + int(self.fit_intercept)
         loss = self._standardised_loss()
-        n_iter = None if self.max_iter == "auto" else int(self.max_iter)
-        solver = make_solver(algorithm, loss=loss, n_samples=n, n_coef=p, schedule=self.schedule,
-                             max_iter=n_iter, huber_auto=(self.loss == "huber" and self.huber_delta == "auto"),
-                             moment_order=self.moment_order, moment_bound=self.moment_bound,
-                             second_moment_bound=self.second_moment_bound)
+        solver = self._make_solver(algorithm, loss, n, p)
         approx = getattr(solver, "budget_kind", "gdp") == "approx"
         if approx:
             delta_solver = self.delta / 2.0
@@ -298,6 +321,20 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         non_private = math.isinf(self.epsilon)
         rho_total = math.inf if non_private else dp_to_zcdp(self.epsilon, self.delta)
         mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total)
+        if (self.scaling_share == "auto" and eps_q * n < _MIN_QUANTILE_EPS_TIMES_N
+                and getattr(solver, "adaptive_clip", False)):
+            # Starved budget (public rule): one clip threshold instead of two, and a
+            # larger share for the quantiles that remain.
+            solver.adaptive_clip = False
+            mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total,
+                                             cap=_STARVED_SCALING_SHARE)
+        if mode != "none" and eps_q * n < _STARVED_EPS_TIMES_N:
+            warnings.warn(
+                f"With epsilon={self.epsilon:g} and {n} rows the private quantiles that locate and "
+                f"scale the data get epsilon * n = {eps_q * n:.0f}; below about {_STARVED_EPS_TIMES_N:.0f} "
+                "they are unreliable and the fit can be far off. Standardise X and y with public "
+                "knowledge and use scaling='none', or use a larger epsilon.",
+                LowBudgetWarning, stacklevel=2)
         pre_parts = []
         if mode == "robust":
             pre_parts.append(robust_scaling_event(d, eps_q, self.fit_intercept))
@@ -340,6 +377,10 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 events.append(ev_y)
             cx, sx = np.atleast_1d(cx), np.atleast_1d(sx)
             Xs = (X - cx) / sx
+            # Standardised rows have norm about sqrt(d): the coefficient ball and the
+            # intercept column are set for that scale. In the pooled and target modes
+            # the typical row norm is a private median instead, and both follow it.
+            typical_norm = math.sqrt(d)
             if mode in ("pooled", "target"):
                 # Features are not standardised column by column: bound rows by
                 # twice a private median of their norms, so that large features
@@ -349,32 +390,37 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 median_norm, ev_a = private_quantile(row_norms(Xs), 0.5, eps_q, (1e-12, 1e12),
                                                      scale="log", random_state=rng)
                 row_bound = 2.0 * median_norm
+                typical_norm = median_norm
                 events.append(Sequential([ev_a]))
             else:
                 row_bound = math.sqrt(d) + 3.0  # standardised rows: ~sqrt(d) +- a few
             Xs = clip_rows(Xs, row_bound)
+            unit = typical_norm / math.sqrt(d)  # size of one standardised coordinate
+            radius = _COEF_RADIUS / unit
+            intercept_value = unit
             ys = (y - cy) / sy
             if self.fit_intercept:
-                Xs = np.hstack([Xs, np.ones((n, 1))])
+                Xs = np.hstack([Xs, np.full((n, 1), intercept_value)])
             problem_loss = loss
             if self.loss == "huber" and self.huber_delta != "auto":
                 problem_loss = HuberLoss(float(self.huber_delta) / sy)
             penalty = self._penalty(sx, sy, p)
-            coef_row_bound = math.hypot(row_bound, 1.0) if self.fit_intercept else row_bound
-            problem = GLMProblem(Xs, ys, problem_loss, penalty, radius=_COEF_RADIUS, row_bound=coef_row_bound,
-                                 intercept=self.fit_intercept)
+            coef_row_bound = math.hypot(row_bound, intercept_value) if self.fit_intercept else row_bound
+            problem = GLMProblem(Xs, ys, problem_loss, penalty, radius=radius, row_bound=coef_row_bound,
+                                 intercept=self.fit_intercept, unit=unit)
             if approx:
                 solver.clip = coef_row_bound
                 result = solver.solve(problem, budget, delta_solver, rng)
             else:
                 result = solver.solve(problem, budget, eps_q, rng)
             events.append(result.event)
-            return Sequential(events), (result, cx, sx, cy, sy)
+            return Sequential(events), (result, cx, sx, cy, sy, intercept_value)
 
-        result, cx, sx, cy, sy = self._run_private(planned, solve)
+        result, cx, sx, cy, sy, intercept_value = self._run_private(planned, solve)
         w = result.coef
         self.coef_ = w[:d] * sy / sx
-        self.intercept_ = float(cy + sy * w[d] - self.coef_ @ cx) if self.fit_intercept else 0.0
+        self.intercept_ = (float(cy + sy * intercept_value * w[d] - self.coef_ @ cx) if self.fit_intercept
+                           else 0.0)
         self.algorithm_ = algorithm
         self.schedule_ = result.schedule
         self.n_iter_ = int(result.schedule.get("n_steps", 0))

@@ -11,10 +11,11 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp import BudgetAccountant, DPHeavyTailRegressor, PrivacyLeakWarning
+from skdp import BudgetAccountant, DPHeavyTailRegressor, LowBudgetWarning, PrivacyLeakWarning
 from skdp.mechanisms import clip_rows
 
 
+@pytest.mark.filterwarnings("ignore::skdp.LowBudgetWarning")  # the checks' datasets are tiny
 @parametrize_with_checks([
     DPHeavyTailRegressor(),
     DPHeavyTailRegressor(loss="huber", algorithm="one_pass_glm", alpha=0.1),
@@ -35,6 +36,20 @@ def contaminated(n, seed, d=20, y_scale=1.0):
     Xt = rng.normal(size=(5000, d))
     yt = Xt @ w + rng.standard_t(2.5, size=5000)
     return X, y * y_scale, Xt, yt * y_scale, np.mean((yt - Xt @ w) ** 2) * y_scale**2
+
+
+def test_low_budget_warning_comes_from_public_inputs_only():
+    X, y, *_ = contaminated(300, 0, d=3)
+    with pytest.warns(LowBudgetWarning, match="epsilon \\* n"):
+        DPHeavyTailRegressor(epsilon=0.1, random_state=0).fit(X, y)
+    X2, y2, *_ = contaminated(300, 1, d=3)
+    with pytest.warns(LowBudgetWarning):
+        DPHeavyTailRegressor(epsilon=0.1, random_state=0).fit(X2 * 1e6, y2)  # same n, epsilon: same warning
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LowBudgetWarning)
+        DPHeavyTailRegressor(epsilon=1.0, random_state=0).fit(*contaminated(20000, 2, d=3)[:2])
 
 
 def test_headline_accuracy_on_raw_contaminated_data():

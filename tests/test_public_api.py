@@ -12,10 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_top_level_exports():
-    for name in ["BudgetAccountant", "BudgetExceededError", "PrivacyLeakWarning"]:
+    for name in ["BudgetAccountant", "BudgetExceededError", "PrivacyLeakWarning", "LowBudgetWarning"]:
         assert name in skdp.__all__
         assert getattr(skdp, name) is getattr(skdp.accounting, name)
     assert issubclass(skdp.PrivacyLeakWarning, RuntimeWarning)
+    assert "DPHeavyTailRegressor" in skdp.__all__
 
 
 def test_every_listed_name_exists():

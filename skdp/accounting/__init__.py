@@ -16,6 +16,7 @@ from .budget import (
     BudgetAccountant,
     BudgetExceededError,
     DetachedAccountantError,
+    LowBudgetWarning,
     PrivacyLeakWarning,
     PrivacySpent,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
     "DetachedAccountantError",
+    "LowBudgetWarning",
     "PrivacyLeakWarning",
     "PrivacySpent",
 ]

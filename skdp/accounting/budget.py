@@ -33,6 +33,7 @@ __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
     "DetachedAccountantError",
+    "LowBudgetWarning",
     "PrivacyLeakWarning",
     "PrivacySpent",
 ]
@@ -53,6 +54,10 @@ class DetachedAccountantError(RuntimeError):
 
 class PrivacyLeakWarning(RuntimeWarning):
     """Warns that an explicitly requested shortcut releases something without privacy."""
+
+
+class LowBudgetWarning(UserWarning):
+    """Warns, from public inputs only, that a budget is too small for a reliable private fit."""
 
 
 _REGISTRY = weakref.WeakValueDictionary()

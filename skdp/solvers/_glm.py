@@ -65,6 +65,9 @@ class GLMProblem:
     intercept : bool
         Whether the last column is the constant intercept column (never
         penalised by the solvers' own regularisation).
+    unit : float
+        Typical size of one coordinate of a row (1 for standardised data): a
+        public or privately released scale that solvers may use for step sizes.
     """
 
     X: np.ndarray
@@ -74,6 +77,7 @@ class GLMProblem:
     radius: float
     row_bound: float
     intercept: bool = False
+    unit: float = 1.0
     norms: np.ndarray = field(default=None, repr=False)
     active: np.ndarray = field(default=None, repr=False)
 
@@ -101,13 +105,13 @@ class GLMProblem:
     def subset(self, index):
         """The same problem on a subset of rows (a disjoint block)."""
         return GLMProblem(self.X[index], self.y[index], self.loss, self.penalty, self.radius,
-                          self.row_bound, intercept=self.intercept, norms=self.norms[index],
+                          self.row_bound, intercept=self.intercept, unit=self.unit, norms=self.norms[index],
                           active=self.active[index])
 
     def with_loss(self, loss):
         """The same problem with another loss."""
         return GLMProblem(self.X, self.y, loss, self.penalty, self.radius, self.row_bound,
-                          intercept=self.intercept, norms=self.norms, active=self.active)
+                          intercept=self.intercept, unit=self.unit, norms=self.norms, active=self.active)
 
     def lipschitz_bounds(self):
         """Per-row Lipschitz constant of the loss over the coefficient ball (built-in losses)."""
@@ -120,7 +124,8 @@ class GLMProblem:
     def with_active(self, active):
         """The same problem where inactive rows are dummies with zero loss (n unchanged)."""
         return GLMProblem(self.X, self.y, self.loss, self.penalty, self.radius, self.row_bound,
-                          intercept=self.intercept, norms=self.norms, active=np.asarray(active, bool))
+                          intercept=self.intercept, unit=self.unit, norms=self.norms,
+                          active=np.asarray(active, bool))
 
     def loss_smoothness_or_one(self):
         """The loss's smoothness in the prediction (1 for non-smooth losses, for step sizes)."""

@@ -25,8 +25,8 @@ Practical schedule (the defaults; they change accuracy, never the calibration):
   of sensitivity ``row_bound^2 / n`` (replacing a row changes the mean of
   rank-one matrices by a difference of two PSD terms of norm at most
   ``row_bound^2 / n``, and by Weyl's inequality so does the top eigenvalue) with
-  2% of the solver's mu^2; ``eta0 = 1 / (lambda_hat + 2 sigma)``, capped at
-  ``step_size``;
+  2% of the solver's mu^2; ``eta0 = 1 / (lambda_hat + 2 sigma)``, floored in
+  curvature at ``0.1 unit^2`` where ``unit`` is the typical coordinate size;
 * steps decrease as ``eta0 * min(1, tau / (t + 1))`` from the start of each stage
   (``tau`` a quarter of the steps); the output is the average of the last half
   of the iterates (noise averages out, bias has decayed).
@@ -90,7 +90,7 @@ class ClippedGD:
     clip_quantile : float
         Quantile of the per-sample gradient norms used as threshold.
     step_size : float
-        Initial step ``eta0`` (features are standardised by the estimator).
+        Multiplier of the initial step ``1 / curvature``.
     step_decay : float or None
         ``tau`` of the step schedule ``eta0 * min(1, tau / (t + 1))``; None
         uses a quarter of the steps of the stage.
@@ -174,8 +174,11 @@ class ClippedGD:
             sigma_curv = sensitivity / mu_curv
             lam = _top_eigenvalue(problem.X) + sigma_curv * rng.standard_normal()
             releases.append(GaussianRelease(sensitivity, sigma_curv))
-            curvature = max(lam + 2.0 * sigma_curv, 1e-6) * problem.loss_smoothness_or_one()
-            eta0 = min(self.step_size, 1.0 / (curvature + float(np.max(problem.penalty, initial=0.0))))
+            # The top eigenvalue of the mean of x x^T is at least about unit^2 for data
+            # whose coordinates have size unit; the floor keeps a noisy estimate from
+            # giving an absurd step.
+            curvature = max(lam + 2.0 * sigma_curv, 0.1 * problem.unit**2) * problem.loss_smoothness_or_one()
+            eta0 = self.step_size / (curvature + float(np.max(problem.penalty, initial=0.0)))
         else:
             # The mean Hessian is at most the mean of x x^T, whose trace is at most
             # row_bound^2: for standardised rows (about sqrt(p) long) eta0 stays the
