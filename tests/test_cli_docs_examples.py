@@ -18,6 +18,7 @@ def test_demo_runs_and_reports_reference_values():
     assert "5.2215" in out  # 0.5-zCDP at delta 1e-6
     assert "1.7118" in out  # DP-SGD example, RDP
     assert "composed: epsilon=5.222" in out
+    assert "DPHeavyTailRegressor(epsilon=1)" in out and "spent (epsilon, delta) = (1.0000" in out
 
 
 def test_cli_without_a_command_prints_help():
