@@ -71,8 +71,13 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         The per-row loss of the residual. A callable ``f(prediction, y) ->
         (values, derivatives)`` is accepted by ``algorithm="localized"``.
     huber_delta : float or "auto", default="auto"
-        Huber threshold in the units of ``y``; "auto" uses 1.345 private robust
-        standard deviations of the residuals.
+        Huber threshold in the units of ``y``. "auto": with
+        ``algorithm="clipped_gd"`` and a two-stage run, 1.345 private robust
+        standard deviations of the residuals at the warm-up iterate (one more
+        private quantile); otherwise (other solvers, or a starved budget that
+        runs one stage) 1.345 times the private robust scale of ``y`` (free:
+        that scale is released anyway). ``schedule_["huber_delta"]`` records
+        the threshold in standardised units.
     quantile : float in (0, 1), default=0.5
         Level of the quantile loss.
     alpha : float >= 0, default=0.0
@@ -248,7 +253,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             share = float(self.scaling_share)
         return math.sqrt(8.0 * share * rho_total / n_quantiles)
 
-    def _scaling_plan(self, n_samples, n_features, solver_quantiles, rho_total, cap=_MAX_SCALING_SHARE):
+    def _scaling_plan(self, n_samples, n_features, solver_quantiles, rho_total, cap=_MAX_SCALING_SHARE,
+                      modes=None):
         """How to standardise, and the epsilon of every private quantile (public rule).
 
         ``"robust"`` scales and centres every column privately (three quantiles
@@ -258,7 +264,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         With ``scaling="auto"`` the first of robust, pooled, target whose
         quantiles each get ``epsilon * n >= 80`` within the scaling share is
         used, so that fewer, better-funded quantiles degrade accuracy gracefully
-        instead of risking wrong scales.
+        instead of risking wrong scales. ``modes`` restricts the choice (the
+        theory schedules need the public row bound of "robust" or "none").
         """
         per_col = 3 if self.fit_intercept else 1
         # pooled and target modes also release a private row bound (one quantile).
@@ -272,7 +279,13 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                                           need[mode], cap)
 
         if self.scaling != "auto":
+            if modes is not None and self.scaling not in modes:
+                raise ValueError(
+                    f"schedule='theory' with algorithm={self.algorithm!r} needs a public smoothness bound, "
+                    f"so scaling must be one of {modes} (got scaling={self.scaling!r}).")
             return self.scaling, eps_for(self.scaling)
+        if modes is not None:
+            return modes[0], eps_for(modes[0])
         if math.isinf(rho_total):
             return "robust", math.inf
         for mode in ("robust", "pooled"):
@@ -280,6 +293,24 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             if eps_q * n_samples >= need[mode]:
                 return mode, eps_q
         return "target", eps_for("target")
+
+    def _public_smoothness(self, loss, mode, n_features):
+        """Uniform per-row smoothness of the standardised problem, from public inputs only.
+
+        In the "robust" and "none" modes rows are clipped to the public norm
+        ``sqrt(d) + 3`` and the intercept column is 1; the ridge weights are
+        public when ``alpha = 0`` or (mode "none") when no scale is applied.
+        """
+        if mode == "robust" and self.alpha > 0:
+            raise ValueError(
+                "schedule='theory' with svt_sgd or one_pass_glm needs alpha=0 with private scaling (the "
+                "ridge in standardised units would depend on private scales); use scaling='none' or "
+                "schedule='practical'.")
+        row_bound = math.sqrt(n_features) + 3.0
+        if self.fit_intercept:
+            row_bound = math.hypot(row_bound, 1.0)
+        ridge = float(self.alpha) if mode == "none" else 0.0
+        return float(loss.smoothness) * row_bound**2 + ridge
 
     # -- fit -----------------------------------------------------------------------------
     def fit(self, X, y):
@@ -305,13 +336,21 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         p = d + int(self.fit_intercept)
         loss = self._standardised_loss()
         solver = self._make_solver(algorithm, loss, n, p)
+        if hasattr(solver, "check_loss"):
+            solver.check_loss(loss)  # refuse unsupported losses before anything is spent
         approx = getattr(solver, "budget_kind", "gdp") == "approx"
+        # The theory schedules of svt_sgd and one_pass_glm refuse to fit when the
+        # paper's step breaks their privacy conditions; those conditions involve
+        # the uniform smoothness, which must then be public (checked below,
+        # before any data is read).
+        needs_public_smoothness = self.schedule == "theory" and algorithm in ("svt_sgd", "one_pass_glm")
         if approx:
             delta_solver = self.delta / 2.0
 
             def solver_event(budget):
-                # The event's privacy does not depend on beta (ratios only); 1.0 is a placeholder.
-                return solver.event_for(n, p, 1.0, _COEF_RADIUS, budget, delta_solver)
+                # The event's privacy does not depend on beta (its sensitivities and noise
+                # scales all scale with beta); the public beta is used when it is known.
+                return solver.event_for(n, p, beta_public or 1.0, _COEF_RADIUS, budget, delta_solver)
         else:
 
             def solver_event(budget):
@@ -320,14 +359,16 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         # Budget plan, from public quantities only.
         non_private = math.isinf(self.epsilon)
         rho_total = math.inf if non_private else dp_to_zcdp(self.epsilon, self.delta)
-        mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total)
+        modes = ("robust", "none") if needs_public_smoothness else None
+        mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total, modes=modes)
+        beta_public = self._public_smoothness(loss, mode, d) if needs_public_smoothness else None
         if (self.scaling_share == "auto" and eps_q * n < _MIN_QUANTILE_EPS_TIMES_N
                 and getattr(solver, "adaptive_clip", False)):
             # Starved budget (public rule): one clip threshold instead of two, and a
             # larger share for the quantiles that remain.
             solver.adaptive_clip = False
             mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total,
-                                             cap=_STARVED_SCALING_SHARE)
+                                             cap=_STARVED_SCALING_SHARE, modes=modes)
         if mode != "none" and eps_q * n < _STARVED_EPS_TIMES_N:
             warnings.warn(
                 f"With epsilon={self.epsilon:g} and {n} rows the private quantiles that locate and "
@@ -357,6 +398,11 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                                     self.epsilon * (1.0 - 1e-10), self.delta, initial=guess, rtol=1e-7)
             budget = 1.0 / scale
         planned = Sequential([pre_event, solver_event(budget)])
+        if needs_public_smoothness:
+            if approx:
+                solver.parameters(n, p, beta_public, _COEF_RADIUS, budget, delta_solver)  # raises
+            else:
+                solver.check_theory(n, p, beta_public, _COEF_RADIUS, budget)  # raises
         rng = self._fit_generator()
 
         def solve():

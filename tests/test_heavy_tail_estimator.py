@@ -21,7 +21,10 @@ from skdp.mechanisms import clip_rows
     DPHeavyTailRegressor(loss="huber", algorithm="one_pass_glm", alpha=0.1),
     DPHeavyTailRegressor(loss="quantile", quantile=0.7, algorithm="localized", max_iter=20),
     DPHeavyTailRegressor(loss="absolute", algorithm="known_lipschitz", fit_intercept=False, max_iter=20),
-    DPHeavyTailRegressor(loss="huber", huber_delta=2.0, algorithm="svt_sgd"),
+    # scaling="none" keeps the joint calibration of svt_sgd's (epsilon, delta) phases
+    # with the scaling quantiles out of these ~40 fits (it costs seconds per fit);
+    # the scaled svt_sgd path is exercised by the other tests.
+    DPHeavyTailRegressor(loss="huber", huber_delta=2.0, algorithm="svt_sgd", scaling="none"),
 ])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

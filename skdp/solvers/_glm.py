@@ -23,8 +23,11 @@ class CallableLoss:
     """Adapter for a user loss ``f(prediction, y) -> (values, derivatives)``.
 
     Nothing is assumed about the callable for privacy: every per-sample
-    gradient is clipped by the solver, and non-finite derivatives are replaced
-    by 0 (a fixed per-record rule) so that a NaN cannot reveal a record.
+    gradient is clipped by the solver, and a record whose derivative is not a
+    finite number, or on which the callable raises, gets derivative 0 (a fixed
+    per-record rule), so that neither a NaN nor an exception can reveal a
+    record. The callable is first evaluated on the whole batch; only when that
+    raises is it evaluated record by record.
     """
 
     smoothness = np.inf
@@ -33,14 +36,32 @@ class CallableLoss:
     def __init__(self, fn):
         self.fn = fn
 
-    def derivative(self, z, y):
-        _, deriv = self.fn(z, y)
+    def _call(self, z, y):
+        values, deriv = self.fn(z, y)
+        values = np.asarray(values, dtype=float).reshape(np.shape(z))
         deriv = np.asarray(deriv, dtype=float).reshape(np.shape(z))
-        return np.where(np.isfinite(deriv), deriv, 0.0)
+        return values, deriv
+
+    def _evaluate(self, z, y):
+        z = np.asarray(z, dtype=float)
+        y = np.asarray(y, dtype=float)
+        try:
+            values, deriv = self._call(z, y)
+        except Exception:
+            values = np.full(z.shape, np.nan)
+            deriv = np.zeros(z.shape)
+            for i in range(z.shape[0]):
+                try:
+                    values[i : i + 1], deriv[i : i + 1] = self._call(z[i : i + 1], y[i : i + 1])
+                except Exception:
+                    pass  # this record contributes nothing (fixed rule)
+        return values, np.where(np.isfinite(deriv), deriv, 0.0)
+
+    def derivative(self, z, y):
+        return self._evaluate(z, y)[1]
 
     def value(self, z, y):
-        values, _ = self.fn(z, y)
-        return np.asarray(values, dtype=float)
+        return self._evaluate(z, y)[0]
 
     def __repr__(self):
         return f"CallableLoss({getattr(self.fn, '__name__', self.fn)!r})"

@@ -137,8 +137,12 @@ class ClippedGD:
             clips = 0
         else:
             clips = len(self._stages())
-        huber = 1 if (self.huber_auto and isinstance(loss, HuberLoss)) else 0
-        return clips + huber
+        return clips + int(self._tunes_huber(loss))
+
+    def _tunes_huber(self, loss):
+        # The Huber threshold is re-estimated at the warm-up iterate, so only a
+        # run with a warm-up stage releases (and pays for) it.
+        return self.huber_auto and isinstance(loss, HuberLoss) and len(self._stages()) > 1
 
     def _mu_split(self, mu):
         """(mu of the curvature release, mu of the gradient steps): squares add to mu^2."""
@@ -190,7 +194,7 @@ class ClippedGD:
         count = 0
         clips = []
         for s, steps in enumerate(stages):
-            if s == 1 and self.huber_auto and isinstance(loss, HuberLoss):
+            if s == 1 and self._tunes_huber(loss):
                 r = np.abs(problem.X @ w - problem.y)
                 med, ev = private_quantile(r, 0.5, eps_q, (1e-6, 1e3), scale="log", random_state=rng)
                 releases.append(ev)
@@ -225,6 +229,6 @@ class ClippedGD:
         schedule = {"algorithm": self.name, "n_steps": T, "stages": stages, "clip_thresholds": clips,
                     "step_size": eta0,
                     "grad_evals": T * n, "privacy_ridge": shrinks}
-        if isinstance(loss, HuberLoss) and self.huber_auto:
+        if isinstance(loss, HuberLoss):
             schedule["huber_delta"] = loss.delta
         return SolverResult(coef, Sequential(releases), schedule)

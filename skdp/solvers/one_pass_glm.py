@@ -75,14 +75,14 @@ class OnePassGLM:
     def n_quantiles(self, loss):
         return 0 if (self.clip is not None or self.schedule == "theory") else 1
 
-    def _check_loss(self, loss):
+    def check_loss(self, loss):
         if not np.isfinite(getattr(loss, "smoothness", np.inf)):
             raise ValueError("one_pass_glm needs a smooth loss (squared or huber); its privacy rests on "
                              "the uniform smoothness of every row's loss.")
 
     def event(self, loss, mu, eps_q, n_samples):
         """The run's event: a private clip quantile, then one mu-GDP release per disjoint phase."""
-        self._check_loss(loss)
+        self.check_loss(loss)
         parts = [ExponentialMechanismRelease(eps_q)] if self.n_quantiles(loss) else []
         phases = [GaussianRelease(1.0, 1.0 / mu) for _ in phase_sizes(n_samples)]
         return Sequential(parts + [Parallel(phases)])
@@ -100,10 +100,20 @@ class OnePassGLM:
         eta = min(math.sqrt(8.0 / n) * D / C, D * math.sqrt(rho) / (4.0 * C * math.sqrt(p)))
         return eta, C
 
+    def check_theory(self, n, p, beta, radius, mu):
+        """Raise (before any data is read) when the paper's step breaks ``eta / 16 <= 2 / beta``."""
+        if self.schedule != "theory":
+            return
+        eta, _ = self._step_and_clip(n, p, 2.0 * radius, mu * mu / 2.0, None)
+        if eta > 32.0 / beta:
+            raise ValueError(
+                f"The paper's step eta={eta:.3g} breaks the privacy condition eta/16 <= 2/beta "
+                f"(beta={beta:.3g}); use schedule='practical' or tighter moment bounds.")
+
     def solve(self, problem, mu, eps_q, random_state):
         rng = random_state
         loss = problem.loss
-        self._check_loss(loss)
+        self.check_loss(loss)
         n, p = problem.X.shape
         beta = loss.smoothness * problem.row_bound**2 + float(np.max(problem.penalty, initial=0.0))
         D = 2.0 * problem.radius
@@ -119,13 +129,9 @@ class OnePassGLM:
             C, ev = private_quantile(g, level, eps_q, (1e-6 * problem.row_bound, 10 * problem.row_bound),
                                      scale="log", random_state=rng)
             events.append(ev)
+        self.check_theory(n, p, beta, problem.radius, mu)  # defence in depth; fit checks it first
         eta, C = self._step_and_clip(n, p, D, rho, C)
-        eta_cap = 32.0 / beta  # eta_1 = eta / 16 <= 2 / beta
-        if self.schedule == "theory" and eta > eta_cap:
-            raise ValueError(
-                f"The paper's step eta={eta:.3g} breaks the privacy condition eta/16 <= 2/beta "
-                f"(beta={beta:.3g}); use schedule='practical' or tighter moment bounds.")
-        eta = min(eta, eta_cap)
+        eta = min(eta, 32.0 / beta)  # eta_1 = eta / 16 <= 2 / beta
         sizes = phase_sizes(n)
         phases = []
         x = np.zeros(p)

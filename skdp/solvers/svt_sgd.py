@@ -128,17 +128,34 @@ class SVTSGD:
             raise ValueError("svt_sgd refuses to fit: its privacy proof needs " + "; ".join(failures[:3])
                              + ". Use a smaller step (schedule='practical') or another algorithm.")
 
-    def _phase_event(self, i, n_i, params, beta, epsilon, delta):
+    def _phase_noise(self, i, n_i, params, beta, epsilon, delta):
+        """Noise parameters of phase ``i``: the single source for both the draws and the event."""
         C, c, omega, eta = self.clip, params["c"], params["omega"], params["eta"]
         eta_i = eta / 4.0**i
         omega_i = omega * 6.0 * C * eta_i * beta
         ell_i = math.log(30.0 * n_i / delta)
-        count_event = bounded_laplace_event(1.0, 3.0 / epsilon, c / 2.0)
-        max_above = int(math.floor(1.5 * c)) + 1
-        svt_event = sparse_vector_event(6.0 * C * eta_i * beta, omega_i, omega_i * ell_i, max_above, n_i,
-                                        delta=delta / 3.0)
-        sigma_i = 30.0 * C * eta_i * math.sqrt(math.log(3.0 / delta)) / epsilon
-        return Sequential([count_event, svt_event, GaussianRelease(6.0 * C * eta_i, sigma_i)])
+        return dict(
+            eta_i=eta_i,
+            count_scale=3.0 / epsilon, count_bound=c / 2.0,
+            query_sensitivity=6.0 * C * eta_i * beta,
+            threshold_scale=omega_i, threshold_bound=omega_i * ell_i,
+            query_scale=2.0 * omega_i, query_bound=2.0 * omega_i * ell_i,
+            max_above=int(math.floor(1.5 * c)) + 1, n_queries=n_i, svt_delta=delta / 3.0,
+            sensitivity=6.0 * C * eta_i,
+            sigma=30.0 * C * eta_i * math.sqrt(math.log(3.0 / delta)) / epsilon,
+        )
+
+    @staticmethod
+    def _event_from(noise):
+        """The (epsilon, delta) event of one phase run with the given noise parameters."""
+        count_event = bounded_laplace_event(1.0, noise["count_scale"], noise["count_bound"])
+        svt_event = sparse_vector_event(noise["query_sensitivity"], noise["threshold_scale"],
+                                        noise["threshold_bound"], noise["max_above"], noise["n_queries"],
+                                        delta=noise["svt_delta"])
+        return Sequential([count_event, svt_event, GaussianRelease(noise["sensitivity"], noise["sigma"])])
+
+    def _phase_event(self, i, n_i, params, beta, epsilon, delta):
+        return self._event_from(self._phase_noise(i, n_i, params, beta, epsilon, delta))
 
     def event_for(self, n, p, beta, radius, epsilon, delta):
         params = self.parameters(n, p, beta, radius, epsilon, delta)
@@ -146,58 +163,69 @@ class SVTSGD:
                          for i, n_i in enumerate(params["sizes"], start=1)])
 
     # -- run -----------------------------------------------------------------------------------
+    @staticmethod
+    def check_loss(loss):
+        """Refuse non-smooth losses before any data is read."""
+        if not np.isfinite(getattr(loss, "smoothness", np.inf)):
+            raise ValueError("svt_sgd needs a smooth loss (squared or huber); its privacy proof uses "
+                             "uniform smoothness.")
+
     def solve(self, problem, epsilon, delta, random_state):
         rng = random_state
         loss = problem.loss
-        if not np.isfinite(getattr(loss, "smoothness", np.inf)):
-            raise ValueError("svt_sgd needs a smooth loss; its privacy proof uses uniform smoothness.")
+        self.check_loss(loss)
         n, p = problem.X.shape
         beta = loss.smoothness * problem.row_bound**2 + float(np.max(problem.penalty, initial=0.0))
         params = self.parameters(n, p, beta, problem.radius, epsilon, delta)
-        C, c, omega, eta = self.clip, params["c"], params["omega"], params["eta"]
+        C, c, eta = self.clip, params["c"], params["eta"]
         x = np.zeros(p)
         start = 0
         phases = []
         halted = False
         for i, n_i in enumerate(params["sizes"], start=1):
-            eta_i = eta / 4.0**i
-            omega_i = omega * 6.0 * C * eta_i * beta
-            ell_i = math.log(30.0 * n_i / delta)
-            threshold = C + bounded_laplace_noise(omega_i, omega_i * ell_i, random_state=rng)
-            c_hat = c + bounded_laplace_noise(3.0 / epsilon, c / 2.0, random_state=rng)
+            noise = self._phase_noise(i, n_i, params, beta, epsilon, delta)
+            eta_i = noise["eta_i"]
+
+            def new_threshold():
+                return C + bounded_laplace_noise(noise["threshold_scale"], noise["threshold_bound"],
+                                                 random_state=rng)
+
+            threshold = new_threshold()
+            c_hat = c + bounded_laplace_noise(noise["count_scale"], noise["count_bound"], random_state=rng)
             count = 0
             xi = project_ball(x, problem.radius)
             total = np.zeros(p)
+            # Sequential SGD: each step depends on the previous iterate, so this
+            # loop over the phase's rows cannot be vectorised.
             for j in range(start, start + n_i):
                 total += xi
                 xj = problem.X[j]
-                d = float(loss.derivative(np.array([xj @ xi]), problem.y[j : j + 1])[0])
+                d = float(problem.derivatives(xi, rows=slice(j, j + 1))[0])
                 g = d * xj + problem.penalty * xi
                 norm = float(np.linalg.norm(g))
-                nu = bounded_laplace_noise(2 * omega_i, 2 * omega_i * ell_i, random_state=rng)
+                nu = bounded_laplace_noise(noise["query_scale"], noise["query_bound"], random_state=rng)
                 if norm + nu >= threshold:
                     count += 1
                     if norm > C:
                         g = g * (C / norm)
-                    threshold = C + bounded_laplace_noise(omega_i, omega_i * ell_i, random_state=rng)
+                    threshold = new_threshold()
                 if count >= c_hat:
                     halted = True
                     break
                 xi = project_ball(xi - eta_i * g, problem.radius)
+            # A halted phase has still run its count and sparse-vector mechanisms
+            # (its Gaussian release is skipped, which only lowers the cost).
+            phases.append(self._event_from(noise))
             if halted:
                 # Return the last completed phase's private output (post-processing).
-                phases.append(self._phase_event(i, n_i, params, beta, epsilon, delta))
                 break
             start += n_i
             average = total / n_i
-            sensitivity = 6.0 * C * eta_i
-            sigma_i = 30.0 * C * eta_i * math.sqrt(math.log(3.0 / delta)) / epsilon
             if self.recorder is not None:
-                self.recorder(f"phase{i}", average, sensitivity)
-            x = average + sigma_i * rng.standard_normal(p)
-            phases.append(self._phase_event(i, n_i, params, beta, epsilon, delta))
+                self.recorder(f"phase{i}", average, noise["sensitivity"])
+            x = average + noise["sigma"] * rng.standard_normal(p)
         coef = project_ball(x, problem.radius)
         schedule = {"algorithm": self.name, "n_steps": n, "phases": len(params["sizes"]),
-                    "step_size": eta, "count_threshold": c, "omega": omega, "halted": halted,
+                    "step_size": eta, "count_threshold": c, "omega": params["omega"], "halted": halted,
                     "grad_evals": n}
         return SolverResult(coef, Parallel(phases), schedule)
