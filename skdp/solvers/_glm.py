@@ -15,6 +15,8 @@ import numpy as np
 
 from ..mechanisms import clip_factors, row_norms
 
+_LABEL_LIMIT = 1e150
+
 __all__ = ["GLMProblem", "SolverResult", "CallableLoss", "project_ball", "project_two_balls",
            "aggregate_points"]
 
@@ -106,7 +108,9 @@ class GLMProblem:
         # Column-major storage makes both X @ w and X.T @ v (two per full-batch
         # step) two to three times faster for tall matrices.
         self.X = np.asfortranarray(self.X, dtype=float)
-        self.y = np.asarray(self.y, dtype=float)
+        # Labels beyond 1e150 in solver units are clipped (a fixed per-record map):
+        # products such as loss' x row norm then stay finite for every record.
+        self.y = np.clip(np.asarray(self.y, dtype=float), -_LABEL_LIMIT, _LABEL_LIMIT)
         self.penalty = np.asarray(self.penalty, dtype=float)
         if self.norms is None:
             self.norms = row_norms(self.X)
