@@ -13,20 +13,41 @@ ORDER = ["auto", "clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_p
          "baseline_ssp", "sklearn_ols", "sklearn_huber"]
 
 
-def load(path):
+def load(paths, max_seeds=None):
+    """Rows of the raw CSV files, each fit once (a resumed run may repeat a cell).
+
+    ``max_seeds`` keeps the first seeds of every contaminated setting, so that
+    all settings of a size report the same seeds.
+    """
     rows = []
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            if row["mse"] == "":
-                continue
-            row["n"], row["seed"] = int(row["n"]), int(row["seed"])
-            row["y_scale"] = float(row["y_scale"])
-            row["epsilon"] = float(row["epsilon"]) if row["epsilon"] else None
-            row["mse"] = float(row["mse"])
-            row["bayes"] = float(row["bayes"]) if row["bayes"] else None
-            row["coef_error"] = float(row["coef_error"]) if row["coef_error"] else None
-            row["fit_time"] = float(row["fit_time"])
-            rows.append(row)
+    seen = set()
+    for path in paths:
+        if not Path(path).exists():
+            continue
+        with open(path) as f:
+            rows += _parse(csv.DictReader(f), seen, max_seeds)
+    return rows
+
+
+def _parse(reader, seen, max_seeds):
+    rows = []
+    for row in reader:
+        key = (row["task"], row["n"], row["y_scale"], row["epsilon"], row["seed"], row["method"])
+        if key in seen:
+            continue
+        seen.add(key)
+        if max_seeds is not None and row["task"] == "contaminated" and int(row["seed"]) >= max_seeds:
+            continue
+        if row["mse"] == "":
+            continue
+        row["n"], row["seed"] = int(row["n"]), int(row["seed"])
+        row["y_scale"] = float(row["y_scale"])
+        row["epsilon"] = float(row["epsilon"]) if row["epsilon"] else None
+        row["mse"] = float(row["mse"])
+        row["bayes"] = float(row["bayes"]) if row["bayes"] else None
+        row["coef_error"] = float(row["coef_error"]) if row["coef_error"] else None
+        row["fit_time"] = float(row["fit_time"])
+        rows.append(row)
     return rows
 
 
@@ -179,10 +200,12 @@ def plots(rows, outdir):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--raw", default=str(HERE / "results" / "raw.csv"))
+    parser.add_argument("--raw", nargs="+", default=[str(HERE / "results" / "raw.csv"),
+                                                     str(HERE / "results" / "raw_large.csv")])
+    parser.add_argument("--max-seeds", type=int, default=10)
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args()
-    rows = load(args.raw)
+    rows = load(args.raw, args.max_seeds)
     text = "# Heavy-tail benchmark results\n\nMedian [IQR] over seeds.\n\n" + checks(rows) + "\n" + tables(rows) \
         + "\n" + times(rows)
     (HERE / "results" / "summary.md").write_text(text)
