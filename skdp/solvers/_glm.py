@@ -157,6 +157,15 @@ class GLMProblem:
         value = float(getattr(self.loss, "smoothness", np.inf))
         return value if np.isfinite(value) else 1.0
 
+    def uniform_smoothness(self):
+        """Public bound on every row's smoothness in the coefficients, ridge included.
+
+        ``loss.smoothness * row_bound^2 + max(penalty)``: it rests on the public row
+        clipping only, never on the data. The privacy conditions of the one-pass
+        solvers (non-expansive steps) are stated in terms of it.
+        """
+        return float(self.loss.smoothness) * self.row_bound**2 + float(np.max(self.penalty, initial=0.0))
+
     def free_coordinates(self):
         """1 for coefficients of features, 0 for the intercept."""
         mask = np.ones(self.n_coef)

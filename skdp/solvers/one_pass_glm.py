@@ -115,7 +115,7 @@ class OnePassGLM:
         loss = problem.loss
         self.check_loss(loss)
         n, p = problem.X.shape
-        beta = loss.smoothness * problem.row_bound**2 + float(np.max(problem.penalty, initial=0.0))
+        beta = problem.uniform_smoothness()
         D = 2.0 * problem.radius
         rho = mu * mu / 2.0
         events = []

@@ -175,7 +175,7 @@ class SVTSGD:
         loss = problem.loss
         self.check_loss(loss)
         n, p = problem.X.shape
-        beta = loss.smoothness * problem.row_bound**2 + float(np.max(problem.penalty, initial=0.0))
+        beta = problem.uniform_smoothness()
         params = self.parameters(n, p, beta, problem.radius, epsilon, delta)
         C, c, eta = self.clip, params["c"], params["eta"]
         x = np.zeros(p)
