@@ -80,7 +80,8 @@ class GLMProblem:
     y : ndarray of shape (n_samples,)
     loss : Loss or CallableLoss
     penalty : ndarray of shape (n_coef,)
-        Ridge weights: the objective is ``mean loss + 0.5 * sum(penalty * w**2)``.
+        Ridge weights: the objective is
+        ``mean loss + 0.5 * sum(penalty * w**2) + sum(l1 * |w|)``.
     radius : float
         Public radius of the coefficient ball.
     row_bound : float
@@ -103,6 +104,7 @@ class GLMProblem:
     unit: float = 1.0
     norms: np.ndarray = field(default=None, repr=False)
     active: np.ndarray = field(default=None, repr=False)
+    l1: np.ndarray = field(default=None)
 
     def __post_init__(self):
         # Column-major storage makes both X @ w and X.T @ v (two per full-batch
@@ -118,6 +120,9 @@ class GLMProblem:
             raise ValueError("GLMProblem rows must be clipped to row_bound before solving.")
         if self.active is None:
             self.active = np.ones(self.X.shape[0], dtype=bool)
+        # L1 weights of the (non-smooth, data-independent) penalty: solvers handle
+        # it by exact proximal steps after the noise, never through the gradient oracle.
+        self.l1 = np.zeros(self.X.shape[1]) if self.l1 is None else np.asarray(self.l1, dtype=float)
 
     @property
     def n_samples(self):
@@ -131,12 +136,13 @@ class GLMProblem:
         """The same problem on a subset of rows (a disjoint block)."""
         return GLMProblem(self.X[index], self.y[index], self.loss, self.penalty, self.radius,
                           self.row_bound, intercept=self.intercept, unit=self.unit, norms=self.norms[index],
-                          active=self.active[index])
+                          active=self.active[index], l1=self.l1)
 
     def with_loss(self, loss):
         """The same problem with another loss."""
         return GLMProblem(self.X, self.y, loss, self.penalty, self.radius, self.row_bound,
-                          intercept=self.intercept, unit=self.unit, norms=self.norms, active=self.active)
+                          intercept=self.intercept, unit=self.unit, norms=self.norms, active=self.active,
+                          l1=self.l1)
 
     def lipschitz_bounds(self):
         """Per-row Lipschitz constant of the loss over the coefficient ball (built-in losses)."""
@@ -150,7 +156,7 @@ class GLMProblem:
         """The same problem where inactive rows are dummies with zero loss (n unchanged)."""
         return GLMProblem(self.X, self.y, self.loss, self.penalty, self.radius, self.row_bound,
                           intercept=self.intercept, unit=self.unit, norms=self.norms,
-                          active=np.asarray(active, bool))
+                          active=np.asarray(active, bool), l1=self.l1)
 
     def loss_smoothness_or_one(self):
         """The loss's smoothness in the prediction (1 for non-smooth losses, for step sizes)."""
@@ -165,6 +171,25 @@ class GLMProblem:
         solvers (non-expansive steps) are stated in terms of it.
         """
         return float(self.loss.smoothness) * self.row_bound**2 + float(np.max(self.penalty, initial=0.0))
+
+    @property
+    def has_l1(self):
+        return bool(np.any(self.l1 > 0))
+
+    def prox(self, v, step):
+        """Exact proximal map of ``step * sum(l1 * |w|)`` plus the indicator of the coefficient ball.
+
+        Soft thresholding followed by the radial projection: for an l2 ball
+        centred at 0 this composition is the exact prox of the sum (KKT).
+        """
+        if self.has_l1:
+            v = np.sign(v) * np.maximum(np.abs(v) - step * self.l1, 0.0)
+        return project_ball(v, self.radius)
+
+    def objective(self, w):
+        """The regularised empirical objective at ``w`` (not private; for tests and diagnostics)."""
+        values = np.where(self.active, self.loss.value(self.X @ w, self.y), 0.0)
+        return float(np.mean(values) + 0.5 * np.sum(self.penalty * w * w) + np.sum(self.l1 * np.abs(w)))
 
     def free_coordinates(self):
         """1 for coefficients of features, 0 for the intercept."""
