@@ -28,7 +28,7 @@ from .mechanisms import (
     robust_scaling_event,
     row_norms,
 )
-from .solvers import SOLVERS, GLMProblem, CallableLoss, make_solver
+from .solvers import SOLVER_CLASSES, SOLVERS, CallableLoss, GLMProblem, make_solver
 
 __all__ = ["DPHeavyTailRegressor"]
 
@@ -39,6 +39,13 @@ _MAX_SCALING_SHARE = 0.25
 # larger share: they decide whether the fit is sane at all.
 _STARVED_SCALING_SHARE = 0.4
 _STARVED_EPS_TIMES_N = 40.0
+# When even that leaves the quantiles short of epsilon * n = 80, the "minimal"
+# scaling releases only two quantiles (a pooled feature scale and an uncentred
+# label scale) and the solver's clip threshold is public.
+_MINIMAL_SCALING_SHARE = 0.5
+# Public clip in standardised units: rows have norm about sqrt(d) and labels a
+# magnitude of about 1, so initial gradient norms are about sqrt(d).
+_MINIMAL_CLIP = 0.5
 # Radius of the coefficient ball in standardised units. With standardised
 # features and target, ||w|| is about sqrt(explained variance) <= ~1.5 unless
 # features are strongly collinear; the ball only bounds noise excursions.
@@ -50,7 +57,11 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
 
     Fits ``y ~ X @ coef_ + intercept_`` by minimising
 
-    ``mean_i loss(y_i - x_i @ coef - intercept) + 0.5 * alpha * ||coef||^2``
+    ``mean_i loss(y_i - x_i @ coef - intercept) + alpha * l1_ratio * ||coef||_1
+    + 0.5 * alpha * (1 - l1_ratio) * ||coef||^2``
+
+    (scikit-learn's ElasticNet objective when the loss is squared: with
+    ``l1_ratio=1`` it targets what ``Lasso(alpha)`` targets)
 
     with an (epsilon, delta)-DP algorithm, on raw data and without user-supplied
     bounds. By default (``scaling="auto"``) a declared share of the budget buys
@@ -81,7 +92,11 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     quantile : float in (0, 1), default=0.5
         Level of the quantile loss.
     alpha : float >= 0, default=0.0
-        Ridge strength (on the original feature scale, as in ElasticNet).
+        Penalty strength (on the original feature scale, as in ElasticNet).
+    l1_ratio : float in [0, 1], default=0.0
+        Share of ``alpha`` on the L1 norm (0: ridge; 1: Lasso). An L1 penalty
+        is handled by exact proximal steps; algorithms without proximal steps
+        refuse ``alpha * l1_ratio > 0``.
     fit_intercept : bool, default=True
     algorithm : {"auto", "clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm"}, \
             default="auto"
@@ -177,10 +192,11 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         "huber_delta": [Interval(numbers.Real, 0, None, closed="neither"), Options({"auto"})],
         "quantile": [Interval(numbers.Real, 0, 1, closed="neither")],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "l1_ratio": [Interval(numbers.Real, 0, 1, closed="both")],
         "fit_intercept": ["boolean"],
         "algorithm": [Options({"auto", *SOLVERS})],
         "schedule": [Options({"practical", "theory"})],
-        "scaling": [Options({"auto", "robust", "pooled", "target", "none"})],
+        "scaling": [Options({"auto", "robust", "pooled", "target", "minimal", "none"})],
         "scaling_share": [Interval(numbers.Real, 0, 1, closed="neither"), Options({"auto"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), Options({"auto"})],
         "moment_order": [Interval(numbers.Real, 2, None, closed="left")],
@@ -189,7 +205,7 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, loss="squared", huber_delta="auto", quantile=0.5,
-                 alpha=0.0, fit_intercept=True, algorithm="auto", schedule="practical", scaling="auto",
+                 alpha=0.0, l1_ratio=0.0, fit_intercept=True, algorithm="auto", schedule="practical", scaling="auto",
                  scaling_share="auto", max_iter="auto", moment_order=4, moment_bound=None,
                  second_moment_bound=None, accountant=None, random_state=None, verbose=0):
         self.epsilon = epsilon
@@ -198,6 +214,7 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self.huber_delta = huber_delta
         self.quantile = quantile
         self.alpha = alpha
+        self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.algorithm = algorithm
         self.schedule = schedule
@@ -270,9 +287,9 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         per_col = 3 if self.fit_intercept else 1
         # pooled and target modes also release a private row bound (one quantile).
         counts = {"robust": per_col * (n_features + 1), "pooled": 2 + per_col, "target": 1 + per_col,
-                  "none": 0}
-        need = {"robust": _MIN_QUANTILE_EPS_TIMES_N, "pooled": _MIN_QUANTILE_EPS_TIMES_N,
-                "target": _MIN_QUANTILE_EPS_TIMES_N, "none": 0.0}
+                  "minimal": 2, "none": 0}
+        need = dict.fromkeys(counts, _MIN_QUANTILE_EPS_TIMES_N)
+        need["none"] = 0.0
 
         def eps_for(mode):
             return self._quantile_epsilon(n_samples, counts[mode] + solver_quantiles, rho_total,
@@ -336,6 +353,10 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         p = d + int(self.fit_intercept)
         loss = self._standardised_loss()
         solver = self._make_solver(algorithm, loss, n, p)
+        if self.alpha * self.l1_ratio > 0 and not getattr(solver, "supports_l1", False):
+            with_l1 = sorted(name for name in SOLVERS if getattr(SOLVER_CLASSES[name], "supports_l1", False))
+            raise ValueError(f"algorithm={algorithm!r} does not support an L1 penalty (l1_ratio > 0); "
+                             f"use one of {with_l1}.")
         if hasattr(solver, "check_loss"):
             solver.check_loss(loss)  # refuse unsupported losses before anything is spent
         approx = getattr(solver, "budget_kind", "gdp") == "approx"
@@ -369,6 +390,14 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             solver.adaptive_clip = False
             mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total,
                                              cap=_STARVED_SCALING_SHARE, modes=modes)
+        if (self.scaling == "auto" and self.scaling_share == "auto" and modes is None
+                and eps_q * n < _MIN_QUANTILE_EPS_TIMES_N and getattr(solver, "clip", False) is None):
+            # Still starved (public rule): two scaling quantiles and a public clip.
+            solver.clip = _MINIMAL_CLIP * math.sqrt(d)
+            if hasattr(solver, "adaptive_clip"):
+                solver.adaptive_clip = False
+            mode, eps_q = self._scaling_plan(n, d, solver.n_quantiles(loss), rho_total,
+                                             cap=_MINIMAL_SCALING_SHARE, modes=("minimal",))
         if mode != "none" and eps_q * n < _STARVED_EPS_TIMES_N:
             warnings.warn(
                 f"With epsilon={self.epsilon:g} and {n} rows the private quantiles that locate and "
@@ -379,12 +408,12 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         pre_parts = []
         if mode == "robust":
             pre_parts.append(robust_scaling_event(d, eps_q, self.fit_intercept))
-        elif mode == "pooled":
+        elif mode in ("pooled", "minimal"):
             pre_parts.append(pooled_scaling_event(eps_q))
         if mode in ("pooled", "target"):
             pre_parts.append(ExponentialMechanismRelease(eps_q))  # private row bound
         if mode != "none":
-            pre_parts.append(robust_scaling_event(1, eps_q, self.fit_intercept))
+            pre_parts.append(robust_scaling_event(1, eps_q, self.fit_intercept and mode != "minimal"))
         pre_event = Sequential(pre_parts)
         if non_private:
             if approx:
@@ -413,13 +442,14 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 cx, sx, ev_x = private_robust_scaling(X, eps_q, center=self.fit_intercept, jitter=jitter,
                                                       random_state=rng)
                 events.append(ev_x)
-            elif mode == "pooled":
+            elif mode in ("pooled", "minimal"):
                 s_pool, ev_x = private_pooled_scale(X, eps_q, jitter=jitter, random_state=rng)
                 sx = np.full(d, s_pool)
                 events.append(ev_x)
             if mode != "none":
-                cy, sy, ev_y = private_robust_scaling(y, eps_q, center=self.fit_intercept, jitter=jitter,
-                                                      random_state=rng)
+                # "minimal" does not centre y: the intercept column absorbs the offset.
+                cy, sy, ev_y = private_robust_scaling(y, eps_q, center=self.fit_intercept and mode != "minimal",
+                                                      jitter=jitter, random_state=rng)
                 events.append(ev_y)
             cx, sx = np.atleast_1d(cx), np.atleast_1d(sx)
             Xs = (X - cx) / sx
@@ -450,10 +480,10 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             problem_loss = loss
             if self.loss == "huber" and self.huber_delta != "auto":
                 problem_loss = HuberLoss(float(self.huber_delta) / sy)
-            penalty = self._penalty(sx, sy, p)
+            penalty, l1 = self._penalties(sx, sy, p)
             coef_row_bound = math.hypot(row_bound, intercept_value) if self.fit_intercept else row_bound
             problem = GLMProblem(Xs, ys, problem_loss, penalty, radius=radius, row_bound=coef_row_bound,
-                                 intercept=self.fit_intercept, unit=unit)
+                                 intercept=self.fit_intercept, unit=unit, l1=l1)
             if approx:
                 solver.clip = coef_row_bound
                 result = solver.solve(problem, budget, delta_solver, rng)
@@ -474,14 +504,19 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                          "target_center": float(cy), "target_scale": float(sy), "quantile_epsilon": eps_q}
         return self
 
-    def _penalty(self, sx, sy, p):
-        penalty = np.zeros(p)
+    def _penalties(self, sx, sy, p):
+        """Ridge and L1 weights in standardised units (the intercept is never penalised).
+
+        With ``x = cx + sx * xs``, ``y = cy + sy * ys`` and ``coef = sy * w / sx``,
+        the squared and Huber losses scale as ``sy^2`` and the absolute and
+        quantile losses as ``sy``; the objective is divided by that factor.
+        """
+        ridge, l1 = np.zeros(p), np.zeros(p)
         if self.alpha > 0:
-            if self.loss in ("absolute", "quantile"):
-                penalty[: len(sx)] = self.alpha * sy / sx**2
-            else:
-                penalty[: len(sx)] = self.alpha / sx**2
-        return penalty
+            loss_scale = sy if self.loss in ("absolute", "quantile") else sy**2
+            ridge[: len(sx)] = self.alpha * (1.0 - self.l1_ratio) * sy**2 / sx**2 / loss_scale
+            l1[: len(sx)] = self.alpha * self.l1_ratio * sy / sx / loss_scale
+        return ridge, l1
 
     def predict(self, X):
         """Predict with the fitted linear model (post-processing: no privacy cost).

@@ -15,7 +15,8 @@ from .localized import Localized
 from .one_pass_glm import OnePassGLM
 from .svt_sgd import SVTSGD
 
-SOLVERS = ("localized", "known_lipschitz", "svt_sgd", "one_pass_glm", "clipped_gd")
+SOLVER_CLASSES = {cls.name: cls for cls in (Localized, KnownLipschitz, SVTSGD, OnePassGLM, ClippedGD)}
+SOLVERS = tuple(SOLVER_CLASSES)
 
 
 def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter=None, huber_auto=False,
@@ -38,4 +39,4 @@ def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter
 
 __all__ = ["GLMProblem", "SolverResult", "CallableLoss", "aggregate_points", "project_ball",
            "project_two_balls", "ClippedGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
-           "SOLVERS", "make_solver"]
+           "SOLVERS", "SOLVER_CLASSES", "make_solver"]

@@ -4,7 +4,9 @@ Every step releases the mean of the per-sample loss gradients, each clipped to
 norm ``C``, plus Gaussian noise: sensitivity ``2 C / n`` (replace-one), so ``T``
 steps with noise ``sqrt(T) * (2 C / n) / mu`` are exactly mu-GDP together. The
 ridge gradient is added after the noise (it is data-independent) and iterates
-are projected onto the public coefficient ball.
+are projected onto the public coefficient ball. An L1 penalty (``problem.l1``)
+is handled by exact proximal steps (soft thresholding, then the projection),
+which are post-processing of the noisy gradients.
 
 Practical schedule (the defaults; they change accuracy, never the calibration):
 
@@ -43,7 +45,7 @@ import numpy as np
 from ..accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
 from ..losses import HuberLoss, SquaredLoss
 from ..mechanisms import private_quantile
-from ._glm import SolverResult, project_ball
+from ._glm import SolverResult
 
 __all__ = ["ClippedGD"]
 
@@ -74,6 +76,33 @@ def _bounded_derivative(loss):
     bound = loss.derivative_bound(np.array([np.inf]), np.array([0.0]))
     value = float(np.max(bound))
     return value if np.isfinite(value) else None
+
+
+# Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
+_NOISE_FLOOR_Z = 3.0
+
+
+def averaged_noise_sd(etas, sigma, curvature, start):
+    """Standard deviation of the noise in the average of iterates ``start..T`` of noisy GD.
+
+    Linearised per-coordinate dynamics ``e_{t+1} = (1 - eta_t h) e_t - eta_t sigma xi_t``
+    with curvature ``h`` and independent standard normal ``xi_t``: every iterate is
+    a linear combination of the draws, so the variance of the window average is
+    ``sigma^2 * sum_s b_s^2`` with ``b_s`` its coefficient on ``xi_s``. Public
+    inputs only (the step schedule, the noise scale and a curvature guess).
+    """
+    etas = np.asarray(etas, dtype=float)
+    T = etas.size
+    coeffs = np.zeros(T)  # coefficients of e_t on xi_0..xi_{T-1}
+    total = np.zeros(T)
+    count = 0
+    for t in range(T):
+        coeffs *= 1.0 - etas[t] * curvature
+        coeffs[t] -= etas[t] * sigma
+        if t >= start:
+            total += coeffs
+            count += 1
+    return float(np.linalg.norm(total / max(count, 1)))
 
 
 class ClippedGD:
@@ -109,6 +138,7 @@ class ClippedGD:
     """
 
     name = "clipped_gd"
+    supports_l1 = True
 
     def __init__(self, n_steps=100, warm_fraction=0.25, clip=None, clip_quantile=0.3, step_size=1.0,
                  step_decay=None, huber_auto=False, averaging=True, adaptive_clip=True, shrinkage=True,
@@ -193,6 +223,10 @@ class ClippedGD:
         avg = np.zeros(p)
         count = 0
         clips = []
+        l1 = problem.has_l1
+        point_sum = np.zeros(p)
+        grad_sum = np.zeros(p)
+        noise_floor = 0.0
         for s, steps in enumerate(stages):
             if s == 1 and self._tunes_huber(loss):
                 r = np.abs(problem.X @ w - problem.y)
@@ -200,6 +234,7 @@ class ClippedGD:
                 releases.append(ev)
                 loss = HuberLoss(1.345 * 1.4826 * med)
                 problem = problem.with_loss(loss)
+            quantile_clip = self.clip is None and public_bound is None
             if self.clip is not None:
                 C = float(self.clip)
             elif public_bound is not None:
@@ -213,22 +248,47 @@ class ClippedGD:
             clips.append(C)
             shrink = 8.0 * p * (C / (n * mu)) ** 2 if self.shrinkage else 0.0
             shrinks.append(shrink)
-            penalty = problem.penalty + shrink * free
+            # A clip at the q-quantile of the gradient norms leaves about a fraction q
+            # of the rows unclipped near the solution, so the clipped mean gradient has
+            # about q times the curvature of the loss: the penalties are scaled by q so
+            # that their balance with the loss (hence the target, e.g. Lasso's) is kept.
+            pen_scale = self.clip_quantile if quantile_clip else 1.0
+            penalty = pen_scale * problem.penalty + shrink * free
             sigma = math.sqrt(T) * (2.0 * C / n) / mu
             releases.append(Repeated(GaussianRelease(2.0 * C / n, sigma), steps))
+            last_etas = []
             for t in range(steps):
                 grad = problem.clipped_gradient_sum(w, C) / n
                 grad = grad + sigma * rng.standard_normal(p) + penalty * w
                 tau = self.step_decay if self.step_decay is not None else max(1.0, steps / 4.0)
                 eta = eta0 * min(1.0, tau / (t + 1))
-                w = project_ball(w - eta * grad, problem.radius)
-                if s == len(stages) - 1 and t >= steps // 2:
+                last_etas.append(eta)
+                in_window = s == len(stages) - 1 and t >= steps // 2
+                if in_window and l1:
+                    point_sum += w
+                    grad_sum += grad
+                w = problem.prox(w - eta * grad, eta * pen_scale)
+                if in_window:
                     avg += w
                     count += 1
         coef = avg / count if (self.averaging and count) else w
+        if l1 and self.averaging and count:
+            # Averaging proximal iterates blurs exact zeros. The minimiser is the fixed
+            # point w = prox(w - eta0 g(w), eta0) for any step; one proximal step from
+            # the averaged evaluation point with the averaged noisy gradient (both
+            # post-processing of released values) restores the zeros of coordinates
+            # whose averaged gradient is below their L1 weight.
+            coef = problem.prox(point_sum / count - eta0 * grad_sum / count, eta0 * pen_scale)
+            # Coordinates within a few noise standard deviations of zero are zeroed:
+            # there the privacy noise alone would make a zero coefficient nonzero.
+            noise_sd = averaged_noise_sd(last_etas, sigma, pen_scale * problem.unit**2, steps // 2)
+            coef[(np.abs(coef) <= _NOISE_FLOOR_Z * noise_sd) & (free > 0)] = 0.0
+            noise_floor = _NOISE_FLOOR_Z * noise_sd
         schedule = {"algorithm": self.name, "n_steps": T, "stages": stages, "clip_thresholds": clips,
                     "step_size": eta0,
                     "grad_evals": T * n, "privacy_ridge": shrinks}
+        if l1:
+            schedule["noise_floor"] = noise_floor
         if isinstance(loss, HuberLoss):
             schedule["huber_delta"] = loss.delta
         return SolverResult(coef, Sequential(releases), schedule)
