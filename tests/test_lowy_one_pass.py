@@ -1,0 +1,461 @@
+"""Tests of the one-pass solvers of seed 001: 'accelerated', 'averaged_sgd' and 'proximal_sgd'.
+
+* Privacy: coupled runs on neighbouring datasets (one row replaced by an
+  extreme outlier). A problem double answers every data query on both datasets
+  at the same iterate, and runs with shared randomness must agree up to the
+  batch holding the changed row, where the release moves by at most its claimed
+  sensitivity. The released event equals the planned one and is exactly mu-GDP.
+* Utility: the explicitly constanted results of the note (Lemma 8,
+  Propositions 28, 31 and 36) on a known quadratic with injected bias and
+  noise, the clipping-bias floor, the noise-free limit and an accuracy smoke
+  test.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from skdp.accounting import ExponentialMechanismRelease, GaussianRelease, Sequential
+from skdp.losses import AbsoluteLoss, HuberLoss, QuantileLoss, SquaredLoss
+from skdp.mechanisms import clip_rows
+from skdp.solvers._clipped_mean import clipped_gaussian_mean, split_batches
+from skdp.solvers._glm import GLMProblem
+from skdp.solvers.accelerated import Accelerated, ac_sa
+from skdp.solvers.averaged_sgd import AveragedSGD, averaged_sgd, stich_schedule
+from skdp.solvers.proximal_sgd import ProximalSGD, proximal_sgd
+
+SOLVERS = [Accelerated, AveragedSGD, ProximalSGD]
+LOSSES = [SquaredLoss(), HuberLoss(0.5)]
+
+
+# --------------------------------------------------------------------------------------
+# fixtures
+# --------------------------------------------------------------------------------------
+def _neighbours(n=400, d=4, seed=0, row=None):
+    """Standardised-looking data with an intercept column, and a neighbour with one extreme row."""
+    rng = np.random.default_rng(seed)
+    A = math.sqrt(d) + 3
+    X = clip_rows(rng.standard_t(3, size=(n, d)), A)
+    X = np.hstack([X, np.ones((n, 1))])
+    y = X[:, :d] @ rng.normal(size=d) + rng.standard_t(2.5, size=n)
+    X2, y2 = X.copy(), y.copy()
+    i = int(rng.integers(n)) if row is None else row
+    X2[i, :d] = clip_rows(np.full((1, d), 1e6 * (-1) ** seed), A)[0]  # 1e6 before row clipping
+    y2[i] = -1e6 * (-1) ** seed
+    return X, y, X2, y2, math.hypot(A, 1.0), i
+
+
+class CoupledProblem(GLMProblem):
+    """A GLMProblem that answers every clipped-gradient query on a neighbouring dataset too."""
+
+    def __init__(self, X, y, X2, y2, loss, penalty, radius, row_bound, checks, l1=None):
+        super().__init__(X, y, loss, penalty, radius, row_bound, intercept=True, l1=l1)
+        self.other = GLMProblem(X2, y2, loss, penalty, radius, row_bound, intercept=True, l1=l1)
+        self.checks = checks
+
+    def clipped_gradient_sum(self, w, clip, rows=None):
+        a = super().clipped_gradient_sum(w, clip, rows)
+        b = self.other.clipped_gradient_sum(w, clip, rows)
+        self.checks.append((np.asarray(rows), float(np.linalg.norm(a - b)), 2.0 * clip))
+        return a
+
+
+class RowSpy(GLMProblem):
+    """A GLMProblem that records the rows of every clipped-gradient query."""
+
+    def __init__(self, *args, queries, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.queries = queries
+
+    def clipped_gradient_sum(self, w, clip, rows=None):
+        self.queries.append(np.asarray(rows))
+        return super().clipped_gradient_sum(w, clip, rows)
+
+
+def _cases():
+    cases = []
+    for cls in SOLVERS:
+        for loss in LOSSES:
+            for ridge in (0.0, 0.05):
+                cases.append((cls, loss, ridge, 0.0))
+    cases += [(ProximalSGD, loss, ridge, 0.05) for loss in LOSSES for ridge in (0.0, 0.05)]
+    return cases
+
+
+CASES = _cases()
+CASE_IDS = [f"{c.name}-{loss.name}-ridge{r}-l1{l}" for c, loss, r, l in CASES]
+
+
+# --------------------------------------------------------------------------------------
+# 1. coupled neighbouring datasets
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls,loss,ridge,l1", CASES, ids=CASE_IDS)
+def test_every_release_moves_by_at_most_its_sensitivity_and_only_in_its_batch(cls, loss, ridge, l1):
+    X, y, X2, y2, row_bound, i = _neighbours(seed=1)
+    p = X.shape[1]
+    penalty, l1w = np.full(p, ridge), np.full(p, l1)
+    penalty[-1] = l1w[-1] = 0.0  # the intercept is never penalised
+
+    # (a) Same iterate, both datasets, private clip quantile: every query is checked.
+    checks = []
+    problem = CoupledProblem(X, y, X2, y2, loss, penalty, 5.0, row_bound, checks, l1=l1w)
+    solver = cls()
+    result = solver.solve(problem, 0.7, 0.1, np.random.default_rng(3))
+    assert len(checks) == result.schedule["n_steps"] > 1
+    holding = [k for k, (rows, _, _) in enumerate(checks) if i in rows]
+    assert len(holding) == 1  # disjoint batches: the row is used exactly once
+    for k, (rows, diff, sensitivity) in enumerate(checks):
+        assert diff <= sensitivity * (1 + 1e-9)
+        assert (diff > 0) == (k == holding[0])  # only the batch holding the row differs
+    seen = np.concatenate([rows for rows, _, _ in checks])
+    assert len(np.unique(seen)) == len(seen) == len(y)  # disjoint and covering (n mod T spread)
+
+    # (b) Shared randomness, public clip: identical releases before the changed
+    # batch; at that batch the pre-noise means differ by at most the sensitivity.
+    records = []
+    for XX, yy in ((X, y), (X2, y2)):
+        rec, queries = {}, []
+        s = cls(clip=2.0)
+        s.recorder = lambda name, value, sens, rec=rec: rec.setdefault(name, (value.copy(), sens))
+        prob = RowSpy(XX, yy, loss, penalty, 5.0, row_bound, intercept=True, l1=l1w, queries=queries)
+        res = s.solve(prob, 0.7, 0.1, np.random.default_rng(5))
+        records.append((rec, queries, res))
+    (rec1, q1, res1), (rec2, q2, res2) = records
+    t_star = next(t for t, rows in enumerate(q1) if i in rows)
+    for t in range(t_star):
+        np.testing.assert_array_equal(rec1[f"batch{t}"][0], rec2[f"batch{t}"][0])
+    a, sens = rec1[f"batch{t_star}"]
+    s_min = res1.schedule["batch_size"]
+    assert sens == pytest.approx(2.0 * 2.0 / len(q1[t_star])) and sens <= 2.0 * 2.0 / s_min
+    assert np.linalg.norm(a - rec2[f"batch{t_star}"][0]) <= sens * (1 + 1e-9)
+    for res in (res1, res2):
+        assert np.linalg.norm(res.coef) <= 5.0 * (1 + 1e-12)  # iterates stay in the ball
+        assert np.all(np.isfinite(res.coef))
+
+
+# --------------------------------------------------------------------------------------
+# 2. ledger
+# --------------------------------------------------------------------------------------
+def _gaussian_leaves(event):
+    if isinstance(event, GaussianRelease):
+        return [event]
+    return [leaf for ev in getattr(event, "events", ()) for leaf in _gaussian_leaves(ev)]
+
+
+@pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.name)
+@pytest.mark.parametrize("mode", ["quantile", "public", "theory"])
+@pytest.mark.parametrize("mu", [0.3, 1.5])
+def test_released_event_is_the_planned_one_and_exactly_mu_gdp(cls, mode, mu):
+    X, y, *_ = _neighbours(n=397, seed=2)  # 397 rows: batches of unequal sizes
+    n, p = X.shape
+    penalty = np.r_[np.full(p - 1, 0.5), 0.0]  # theory schedules of Algs 5 and 6 need a ridge
+    kwargs = {"quantile": {}, "public": {"clip": 3.0},
+              "theory": {"schedule": "theory", "moment_order": 4, "moment_bound": 20.0}}[mode]
+    solver = cls(n_coef=p, **kwargs)
+    problem = GLMProblem(X, y, SquaredLoss(), penalty, 5.0, math.hypot(5.0, 1.0), intercept=True)
+    result = solver.solve(problem, mu, 0.1, np.random.default_rng(0))
+    planned = solver.event(SquaredLoss(), mu, 0.1, n)
+    gaussian = GaussianRelease(1.0, 1.0 / mu)
+    exact = Sequential([ExponentialMechanismRelease(0.1), gaussian]) if mode == "quantile" else gaussian
+    assert solver.n_quantiles(SquaredLoss()) == (1 if mode == "quantile" else 0)
+    for delta in (1e-5, 1e-8):
+        assert result.event.epsilon(delta) == pytest.approx(planned.epsilon(delta), rel=1e-9)
+        assert result.event.epsilon(delta) == pytest.approx(exact.epsilon(delta), rel=1e-9)
+    # The released ledger: one Gaussian release per batch, each exactly mu-GDP with
+    # sensitivity 2 C / s for its own batch size s.
+    T = result.schedule["n_steps"]
+    leaves = _gaussian_leaves(result.event)
+    assert len(leaves) == T and T > 1
+    sizes = [int(round(2.0 * result.schedule["clip_threshold"] / g.sensitivity)) for g in leaves]
+    assert sum(sizes) == n and min(sizes) == result.schedule["batch_size"] == n // T
+    assert all(g.mu == pytest.approx(mu, rel=1e-12) for g in leaves)
+    if mode != "theory":  # the practical T is public: event() lists the same releases
+        assert len(_gaussian_leaves(planned)) == T
+    for key in ("algorithm", "n_steps", "clip_threshold", "step_size", "batch_size", "grad_evals"):
+        assert key in result.schedule
+    assert result.schedule["algorithm"] == cls.name
+
+
+def test_batches_are_disjoint_data_independent_blocks():
+    parts = split_batches(103, 10, np.random.default_rng(0))
+    assert sorted(len(b) for b in parts) == [10] * 7 + [11] * 3
+    assert sorted(np.concatenate(parts).tolist()) == list(range(103))
+    again = split_batches(103, 10, np.random.default_rng(0))
+    assert all(np.array_equal(a, b) for a, b in zip(parts, again))
+    with pytest.raises(ValueError):
+        split_batches(5, 6, np.random.default_rng(0))
+
+
+# --------------------------------------------------------------------------------------
+# 3. epsilon -> infinity
+# --------------------------------------------------------------------------------------
+def _gaussian_problem(n, d, seed, noise=0.5):
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d)
+    w /= np.linalg.norm(w)
+    X = rng.normal(size=(n, d))
+    y = X @ w + noise * rng.normal(size=n)
+    return X, y, w
+
+
+@pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.name)
+def test_noise_free_limit_approaches_least_squares(cls):
+    # n = 40000, d = 5 (+ intercept), noise sd 0.5: a one-pass method is a
+    # statistical estimator, so it cannot match the ERM solution exactly; its
+    # excess empirical objective is of order p sigma^2 / n ~ 4e-5 (measured:
+    # 2e-5 averaged, 1.3e-4 proximal, 3.5e-4 accelerated, whose noise-free T =
+    # (48 n / p)^(1/4) leaves a 1/T^2 term). The tolerance 1e-3 is 25 p sigma^2 / n
+    # and 500 times below the objective gap of predicting 0 (0.5).
+    n, d = 40000, 5
+    X, y, _ = _gaussian_problem(n, d, seed=0)
+    Xi = np.hstack([X, np.ones((n, 1))])
+    problem = GLMProblem(Xi, y, SquaredLoss(), np.zeros(d + 1), 5.0, float(np.linalg.norm(Xi, axis=1).max()),
+                         intercept=True)
+    result = cls(clip=1e6).solve(problem, math.inf, math.inf, np.random.default_rng(1))
+    w_ls = np.linalg.lstsq(Xi, y, rcond=None)[0]
+    gap = problem.objective(result.coef) - problem.objective(w_ls)
+    assert 0.0 <= gap < 1e-3
+    assert problem.objective(np.zeros(d + 1)) - problem.objective(w_ls) > 0.2
+    assert all(g.noise_std == 0.0 for g in _gaussian_leaves(result.event))
+
+
+def test_noise_free_proximal_sgd_approaches_the_lasso():
+    from sklearn.linear_model import Lasso
+
+    n, d, alpha = 40000, 5, 0.05
+    X, y, _ = _gaussian_problem(n, d, seed=1)
+    X = X - X.mean(axis=0)  # no intercept column: sklearn's Lasso penalises every coefficient equally
+    y = y - y.mean()
+    problem = GLMProblem(X, y, SquaredLoss(), np.zeros(d), 5.0, float(np.linalg.norm(X, axis=1).max()),
+                         l1=np.full(d, alpha))
+    result = ProximalSGD(clip=1e6).solve(problem, math.inf, math.inf, np.random.default_rng(2))
+    # sklearn's objective ||y - Xw||^2 / (2n) + alpha ||w||_1 is problem.objective.
+    w_lasso = Lasso(alpha=alpha, fit_intercept=False, tol=1e-10, max_iter=100000).fit(X, y).coef_
+    gap = problem.objective(result.coef) - problem.objective(w_lasso)
+    assert -1e-9 <= gap < 1e-3  # same statistical tolerance as for least squares
+    assert problem.objective(np.zeros(d)) - problem.objective(w_lasso) > 0.1
+
+
+# --------------------------------------------------------------------------------------
+# 4. refusals
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.name)
+def test_refusals(cls):
+    for loss in (AbsoluteLoss(), QuantileLoss(0.7)):
+        with pytest.raises(ValueError, match="localized_subgradient"):
+            cls().check_loss(loss)
+        with pytest.raises(ValueError, match="smooth"):
+            cls().event(loss, 1.0, 0.1, 100)
+    with pytest.raises(ValueError, match="moment"):
+        cls(schedule="theory")
+    X, y, *_ = _neighbours()
+    p = X.shape[1]
+    l1_problem = GLMProblem(X, y, SquaredLoss(), np.zeros(p), 5.0, 10.0, intercept=True, l1=np.full(p, 0.1))
+    if cls.supports_l1:
+        assert cls is ProximalSGD
+        cls().solve(l1_problem, 1.0, 0.1, np.random.default_rng(0))
+    else:
+        with pytest.raises(ValueError, match="proximal_sgd"):
+            cls().solve(l1_problem, 1.0, 0.1, np.random.default_rng(0))
+    if cls is not Accelerated:  # Algs 5 and 6 need a public strong-convexity constant
+        theory = cls(schedule="theory", moment_bound=10.0)
+        no_ridge = GLMProblem(X, y, SquaredLoss(), np.zeros(p), 5.0, 10.0, intercept=True)
+        with pytest.raises(ValueError, match="ridge"):
+            theory.solve(no_ridge, 1.0, 0.1, np.random.default_rng(0))
+
+
+# --------------------------------------------------------------------------------------
+# 5. explicitly constanted results on a known quadratic
+# --------------------------------------------------------------------------------------
+class Quadratic:
+    """``F(w) = 0.5 (w - w*)^T H (w - w*)`` on Ball(0, R), with a biased noisy oracle.
+
+    The oracle returns ``H (w - w*) + b_t + N_t`` with ``||b_t|| = B`` (a fixed
+    direction, the worst case for a bias) and ``N_t ~ N(0, Sigma^2 / d I)``
+    (so ``E||N_t||^2 = Sigma^2``), for a stack of independent runs at once.
+    """
+
+    def __init__(self, eigenvalues, radius=2.0, runs=4000, seed=0):
+        rng = np.random.default_rng(seed)
+        self.h = np.asarray(eigenvalues, dtype=float)
+        self.d = len(self.h)
+        self.w_star = rng.normal(size=self.d)
+        self.w_star *= 1.0 / np.linalg.norm(self.w_star)  # interior: ||w*|| = 1 < R
+        self.bias_dir = rng.normal(size=self.d)
+        self.bias_dir /= np.linalg.norm(self.bias_dir)
+        self.R = radius
+        self.D = 2.0 * radius
+        self.runs = runs
+        self.rng = rng
+
+    def F(self, W):
+        diff = W - self.w_star
+        return 0.5 * np.sum(self.h * diff * diff, axis=-1)
+
+    def oracle(self, B, Sigma):
+        def g(W, t):
+            noise = self.rng.standard_normal(W.shape) * (Sigma / math.sqrt(self.d))
+            return self.h * (W - self.w_star) + B * self.bias_dir + noise
+
+        return g
+
+    def project(self, W):
+        norms = np.linalg.norm(W, axis=-1, keepdims=True)
+        return W * np.minimum(1.0, self.R / np.maximum(norms, 1e-300))
+
+    def start(self):
+        return np.zeros((self.runs, self.d))
+
+
+def _mean_and_margin(values):
+    values = np.asarray(values)
+    return values.mean(), 4.0 * values.std(ddof=1) / math.sqrt(len(values))
+
+
+@pytest.mark.parametrize("T", [5, 20, 60])
+@pytest.mark.parametrize("B,Sigma", [(0.0, 0.0), (0.0, 2.0), (0.3, 2.0), (0.5, 0.0)])
+def test_prop_28_ac_sa(T, B, Sigma):
+    q = Quadratic([1e-3, 0.1, 1.0, 4.0], seed=T)  # convex, nearly flat directions included
+    beta = 4.0
+    for eta in (2.0 * beta, 5.0 * beta):
+        W = ac_sa(q.oracle(B, Sigma), q.start(), T, eta, q.project)
+        assert np.all(np.linalg.norm(W, axis=1) <= q.R * (1 + 1e-12))
+        mean, margin = _mean_and_margin(q.F(W))
+        # D bounds ||w0 - w*|| (= 1 here) in the first term and the distance of
+        # every iterate to w* in the bias term (the diameter).
+        bound = 4 * eta / (T * (T + 1)) + 4 * (Sigma**2 + B**2) * (T + 2) / (3 * eta) + B * q.D
+        assert mean - margin <= bound
+
+
+def test_ac_sa_accelerates():
+    """Noise-free, ill-conditioned convex quadratic: AC-SA beats projected GD with step 1/beta."""
+    beta = 4.0
+    q = Quadratic(np.logspace(-4, 0, 20) * beta, radius=3.0, runs=1, seed=1)
+    exact = q.oracle(0.0, 0.0)
+    T = 100
+    w_acc = ac_sa(exact, q.start(), T, 2.0 * beta, q.project)
+    w_gd = q.start()
+    for t in range(T):
+        w_gd = q.project(w_gd - exact(w_gd, t) / beta)
+    # Measured: 2.5e-4 (AC-SA) vs 8.7e-4 (GD); Proposition 28's term 4 eta D^2 / T^2 is 3.2e-3.
+    assert q.F(w_acc)[0] < 0.5 * q.F(w_gd)[0]
+    assert q.F(w_acc)[0] <= 4 * 2.0 * beta / (T * (T + 1))
+
+
+@pytest.mark.parametrize("T", [4, 30, 200])
+@pytest.mark.parametrize("B,Sigma", [(0.0, 0.0), (0.0, 2.0), (0.3, 2.0), (0.5, 0.0)])
+def test_prop_31_averaged_sgd(T, B, Sigma):
+    mu, beta = 0.5, 4.0
+    q = Quadratic([mu, 1.0, 2.0, beta], seed=T)
+    steps, weights = stich_schedule(T, beta, mu)
+    assert np.all(steps <= 1.0 / beta + 1e-15)
+    W = averaged_sgd(q.oracle(B, Sigma), q.start(), steps, weights, q.project)
+    mean, margin = _mean_and_margin(q.F(W))
+    kappa = beta / mu
+    bound = 32 * beta * q.D**2 * math.exp(-T / (4 * kappa)) + 72 * Sigma**2 / (mu * T) + 2 * B**2 / mu
+    assert mean - margin <= bound
+
+
+@pytest.mark.parametrize("T", [5, 40, 200])
+@pytest.mark.parametrize("B,Sigma", [(0.0, 0.0), (0.0, 1.0), (0.3, 1.0), (0.5, 0.0)])
+@pytest.mark.parametrize("l1", [0.0, 0.2])
+def test_prop_36_proximal_sgd(T, B, Sigma, l1):
+    mu, beta = 0.5, 4.0
+    q = Quadratic([mu, 1.0, 2.0, beta], seed=T)
+
+    def prox(V, step):  # exact prox of l1 |w|_1 + indicator of the ball (soft threshold, then project)
+        return q.project(np.sign(V) * np.maximum(np.abs(V) - step * l1, 0.0))
+
+    def F(W):
+        return q.F(W) + l1 * np.sum(np.abs(W), axis=-1)
+
+    # F* from a long noise-free proximal gradient run (deterministic, converges linearly).
+    w_opt = proximal_sgd(lambda w, t: q.h * (w - q.w_star), np.zeros(q.d), np.full(4000, 1 / beta), prox)
+    F_star = float(F(w_opt))
+    Delta = float(F(np.zeros(q.d))) - F_star
+    W = proximal_sgd(q.oracle(B, Sigma), q.start(), np.full(T, 1.0 / (2.0 * beta)), prox)
+    mean, margin = _mean_and_margin(F(W) - F_star)
+    bound = (1 - mu / (2 * beta)) ** T * Delta + 4 * (B**2 + Sigma**2) / mu
+    assert mean - margin <= bound
+
+
+def test_bias_floor_with_a_tiny_clip():
+    """With a tiny clip the clipped-mean bias is a floor more steps cannot remove (pitfall 4)."""
+    rng = np.random.default_rng(0)
+    d, s, a = 3, 400, 3.0
+    h = np.array([1.0, 1.0, 1.0])
+    w_star = np.array([0.5, -0.3, 0.2])
+    # Per-sample gradients h (w - w*) + xi with xi a centred Pareto vector along e1:
+    # skewed, so clipping shifts the mean (the bias of Lemma 8).
+    xi_mean = a / (a - 1.0)
+
+    def run(T, clip):
+        def oracle(w, t):
+            xi = np.zeros((s, d))
+            xi[:, 0] = (rng.pareto(a, size=s) + 1.0) - xi_mean
+            return clipped_gaussian_mean(h * (w - w_star) + xi, clip, math.inf, rng)[0]
+
+        steps, weights = stich_schedule(T, 1.0, 0.5)
+        w = averaged_sgd(oracle, np.zeros(d), steps, weights, lambda v: v)
+        return 0.5 * float(np.sum(h * (w - w_star) ** 2))
+
+    tiny = [run(T, 0.3) for T in (100, 400)]
+    large = [np.mean([run(T, 1e6) for _ in range(5)]) for T in (100, 400)]
+    # Measured: tiny clip 0.018 at T = 100 and at T = 400; large clip 6e-5 then 1e-5.
+    assert tiny[0] > 0.01 and tiny[1] > 0.9 * tiny[0]  # a plateau far above 0
+    assert large[1] < 0.6 * large[0] and large[1] < 0.01 * tiny[1]  # unclipped: error keeps falling
+
+
+@pytest.mark.parametrize("k", [2.0, 3.0])
+@pytest.mark.parametrize("clip", [2.0, 5.0])
+def test_lemma_8_clipped_mean_bias_and_variance(k, clip):
+    rng = np.random.default_rng(int(10 * k + clip))
+    a, d, s, runs, mu = 4.5, 3, 40, 20000, 2.0
+    v = np.array([0.6, 0.0, 0.8])
+    Y = rng.pareto(a, size=(runs, s)) + 1.0  # Pareto(a), scale 1
+    G = Y[..., None] * v
+    noisy, event = clipped_gaussian_mean(G, clip, mu, rng)
+    nu = a / (a - 1.0) * v
+    r_k = a / (a - k)  # E Y^k
+    r_2 = a / (a - 2.0)
+    sigma = 2.0 * clip / (s * mu)
+    assert event.sensitivity == pytest.approx(2.0 * clip / s) and event.noise_std == pytest.approx(sigma)
+    mean = noisy.mean(axis=0)
+    bias = np.linalg.norm(mean - nu)
+    exact_bias = clip ** (1 - a) / (a - 1.0)  # E (Y - C)_+ for a Pareto(a) with scale 1
+    bias_bound = r_k / ((k - 1.0) * clip ** (k - 1.0))
+    assert exact_bias <= bias_bound
+    se = np.sqrt(noisy.var(axis=0, ddof=1).sum() / runs)
+    assert bias <= bias_bound + 4 * se
+    assert abs(bias - exact_bias) <= 4 * se + 1e-12
+    variance = np.sum(noisy.var(axis=0, ddof=1))
+    assert variance <= (d * sigma**2 + r_2 / s) * 1.05
+
+
+# --------------------------------------------------------------------------------------
+# 6. accuracy smoke test
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.name)
+@pytest.mark.parametrize("loss", LOSSES, ids=repr)
+def test_practical_defaults_beat_predicting_zero(cls, loss):
+    # n = 5000, d = 5 standardised Gaussian features, Student-t(2.5) noise, mu = 1.
+    # F(w) - F* = 0.5 ||w - w*||^2 + 0.5 b^2 for the squared loss (isotropic
+    # features, centred noise; b the intercept), so predicting 0 has excess risk
+    # 0.5 ||w*||^2 = 0.5. The t noise is symmetric, so w* also minimises the Huber
+    # risk and the same squared-loss excess is reported for it. Measured medians
+    # over 3 runs: 0.0004-0.0024 (squared), 0.0009-0.003 (Huber).
+    rng = np.random.default_rng(7)
+    n, d = 5000, 5
+    w_star = rng.normal(size=d)
+    w_star /= np.linalg.norm(w_star)
+    X = rng.normal(size=(n, d))
+    y = X @ w_star + 0.5 * rng.standard_t(2.5, size=n)
+    row_bound = math.sqrt(d) + 3
+    Xi = np.hstack([clip_rows(X, row_bound), np.ones((n, 1))])
+    problem = GLMProblem(Xi, y, loss, np.zeros(d + 1), 5.0, math.hypot(row_bound, 1.0), intercept=True)
+    errors = []
+    for seed in range(3):
+        coef = cls().solve(problem, 1.0, 0.1, np.random.default_rng(seed)).coef
+        errors.append(0.5 * np.sum((coef[:d] - w_star) ** 2) + 0.5 * coef[d] ** 2)
+    assert np.median(errors) < 0.01  # 50 times better than predicting 0
