@@ -98,8 +98,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         is handled by exact proximal steps; algorithms without proximal steps
         refuse ``alpha * l1_ratio > 0``.
     fit_intercept : bool, default=True
-    algorithm : {"auto", "clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm"}, \
-            default="auto"
+    algorithm : {"auto", "clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm", \
+            "localized_subgradient", "accelerated", "averaged_sgd", "proximal_sgd"}, default="auto"
         The solver; "auto" chooses from public inputs only (see Notes):
 
         - "clipped_gd": full-batch clipped DP gradient descent with private,
@@ -111,18 +111,32 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
           the localized noisy clipped subgradient method;
         - "svt_sgd": localized clipped SGD with the sparse vector technique
           (Algorithm 7; (epsilon, delta) only; smooth losses);
-        - "one_pass_glm": one-pass clipped SGD for smooth GLMs (Algorithm 8).
+        - "one_pass_glm": one-pass clipped SGD for smooth GLMs (Algorithm 8);
+        - "localized_subgradient": localized noisy clipped subgradient method
+          (paper 001, Algorithm 3 over Algorithm 2; non-smooth convex losses;
+          with a ridge, the strongly convex restart wrapper);
+        - "accelerated": one-pass accelerated stochastic approximation (paper
+          001, Algorithm 4; smooth losses);
+        - "averaged_sgd": one-pass projected SGD with weighted averaging (paper
+          001, Algorithm 5; smooth losses);
+        - "proximal_sgd": one-pass proximal SGD (paper 001, Algorithm 6; smooth
+          losses, L1 and elastic-net penalties).
+
+        Only "clipped_gd" and "proximal_sgd" take an L1 penalty.
     schedule : {"practical", "theory"}, default="practical"
         "theory" keeps the papers' constants (for fidelity tests). Changing the
         schedule changes accuracy, never the noise calibration.
-    scaling : {"auto", "robust", "pooled", "target", "none"}, default="auto"
+    scaling : {"auto", "robust", "pooled", "target", "minimal", "none"}, default="auto"
         How X and y are standardised before solving. "robust": a private
         robust centre and scale per column; "pooled": one private scale for all
         features (cheap; for features on a common scale) and a robust target;
         "target": only the target (use it when the features were standardised
-        with public knowledge, e.g. one-hot columns); "none": the data are used
-        as they are. "auto" picks the first of robust, pooled, target that the
-        budget funds reliably (see ``scaling_["mode"]``).
+        with public knowledge, e.g. one-hot columns); "minimal": one pooled
+        feature scale and one uncentred label scale (two quantiles; the
+        intercept absorbs offsets); "none": the data are used as they are.
+        "auto" picks the first of robust, pooled, target that the budget funds
+        reliably; when none is, "minimal" with a public clip threshold for
+        the solver (see ``scaling_["mode"]``).
     scaling_share : float in (0, 1) or "auto", default="auto"
         Share of the (zCDP) budget spent on private quantiles (scaling and clip
         thresholds). "auto" gives each quantile ``epsilon * n >= 80`` when that
@@ -357,6 +371,10 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             with_l1 = sorted(name for name in SOLVERS if getattr(SOLVER_CLASSES[name], "supports_l1", False))
             raise ValueError(f"algorithm={algorithm!r} does not support an L1 penalty (l1_ratio > 0); "
                              f"use one of {with_l1}.")
+        if (self.schedule == "theory" and algorithm in ("averaged_sgd", "proximal_sgd")
+                and not self.alpha * (1.0 - self.l1_ratio) > 0):
+            raise ValueError(f"algorithm={algorithm!r} with schedule='theory' needs a public strong-convexity "
+                             "constant: a ridge (alpha > 0, l1_ratio < 1), or use schedule='practical'.")
         if hasattr(solver, "check_loss"):
             solver.check_loss(loss)  # refuse unsupported losses before anything is spent
         approx = getattr(solver, "budget_kind", "gdp") == "approx"

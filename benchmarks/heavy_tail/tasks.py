@@ -33,3 +33,20 @@ def diabetes(seed):
     cut = int(0.75 * len(y))
     tr, te = perm[:cut], perm[cut:]
     return dict(X=X[tr], y=y[tr], X_test=X[te], y_test=y[te], coef=None, bayes=None)
+
+
+def sparse(n, seed, *, d=200, k=10, n_test=5000):
+    """Sparse regression: ``d`` Gaussian features, ``k`` non-zero coefficients, Student-t(2.5) noise.
+
+    Non-zero coefficients have random signs and magnitudes in [0.5, 2].
+    """
+    rng = np.random.default_rng(seed)
+    w = np.zeros(d)
+    support = rng.choice(d, k, replace=False)
+    w[support] = rng.choice([-1.0, 1.0], k) * rng.uniform(0.5, 2.0, k)
+    X = rng.normal(size=(n, d))
+    y = X @ w + rng.standard_t(2.5, size=n)
+    X_test = rng.normal(size=(n_test, d))
+    y_test = X_test @ w + rng.standard_t(2.5, size=n_test)
+    bayes = float(np.mean((y_test - X_test @ w) ** 2))
+    return dict(X=X, y=y, X_test=X_test, y_test=y_test, coef=w, bayes=bayes)

@@ -9,13 +9,17 @@ its exponential-mechanism quantiles (``n_quantiles(loss)`` of them).
 """
 
 from ._glm import CallableLoss, GLMProblem, SolverResult, aggregate_points, project_ball, project_two_balls
+from .accelerated import Accelerated
+from .averaged_sgd import AveragedSGD
 from .clipped_gd import ClippedGD
 from .known_lipschitz import KnownLipschitz
 from .localized import Localized
 from .one_pass_glm import OnePassGLM
+from .proximal_sgd import ProximalSGD
 from .svt_sgd import SVTSGD
 
-SOLVER_CLASSES = {cls.name: cls for cls in (Localized, KnownLipschitz, SVTSGD, OnePassGLM, ClippedGD)}
+SOLVER_CLASSES = {cls.name: cls for cls in (Localized, KnownLipschitz, SVTSGD, OnePassGLM, ClippedGD,
+                                              Accelerated, AveragedSGD, ProximalSGD)}
 SOLVERS = tuple(SOLVER_CLASSES)
 
 
@@ -32,11 +36,16 @@ def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter
                          second_moment_bound=second_moment_bound, **moments)
     if name == "known_lipschitz":
         return KnownLipschitz(schedule=schedule, max_steps=max_iter or 100, **moments)
+    if name in ("accelerated", "averaged_sgd", "proximal_sgd"):
+        # Their practical number of batches is set for accuracy from (n, p, mu);
+        # max_iter, when given, fixes it.
+        return SOLVER_CLASSES[name](schedule=schedule, n_steps=max_iter, n_coef=n_coef,
+                                    second_moment_bound=second_moment_bound, **moments)
     if name == "svt_sgd":
         return SVTSGD(schedule=schedule, second_moment_bound=second_moment_bound, **moments)
     raise ValueError(f"Unknown algorithm {name!r}; choose one of {SOLVERS}.")
 
 
 __all__ = ["GLMProblem", "SolverResult", "CallableLoss", "aggregate_points", "project_ball",
-           "project_two_balls", "ClippedGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
+           "project_two_balls", "ClippedGD", "Accelerated", "AveragedSGD", "ProximalSGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
            "SOLVERS", "SOLVER_CLASSES", "make_solver"]
