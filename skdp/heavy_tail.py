@@ -33,6 +33,8 @@ from .solvers import SOLVER_CLASSES, SOLVERS, CallableLoss, GLMProblem, make_sol
 __all__ = ["DPHeavyTailRegressor"]
 
 _BUILTIN_LOSSES = ("squared", "huber", "absolute", "quantile")
+# Solvers that clip every per-sample gradient without assuming anything of the loss.
+_CALLABLE_SOLVERS = ("localized", "localized_subgradient")
 _MIN_QUANTILE_EPS_TIMES_N = 80.0  # epsilon x rows for reliable private medians (fail prob ~ e^(-eps n / 4))
 _MAX_SCALING_SHARE = 0.25
 # When even the cheapest tier cannot fund its quantiles, fewer quantiles get a
@@ -257,7 +259,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         return make_solver(algorithm, loss=loss, n_samples=n_samples, n_coef=n_coef, schedule=self.schedule,
                            max_iter=n_iter, huber_auto=(self.loss == "huber" and self.huber_delta == "auto"),
                            moment_order=self.moment_order, moment_bound=self.moment_bound,
-                           second_moment_bound=self.second_moment_bound)
+                           second_moment_bound=self.second_moment_bound,
+                           ridge=bool(self.alpha * (1.0 - self.l1_ratio) > 0))
 
     def _standardised_loss(self):
         """The loss in standardised units (thresholds fixed after scaling)."""
@@ -357,8 +360,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         self
         """
         self._validate_privacy_params()
-        if callable(self.loss) and self.algorithm not in ("auto", "localized"):
-            raise ValueError("A callable loss is supported by algorithm='localized' only.")
+        if callable(self.loss) and self.algorithm not in ("auto",) + _CALLABLE_SOLVERS:
+            raise ValueError(f"A callable loss is supported by algorithm in {_CALLABLE_SOLVERS} only.")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         n, d = X.shape
         if n < 2:

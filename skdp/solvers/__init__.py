@@ -14,17 +14,18 @@ from .averaged_sgd import AveragedSGD
 from .clipped_gd import ClippedGD
 from .known_lipschitz import KnownLipschitz
 from .localized import Localized
+from .localized_subgradient import LocalizedSubgradient
 from .one_pass_glm import OnePassGLM
 from .proximal_sgd import ProximalSGD
 from .svt_sgd import SVTSGD
 
 SOLVER_CLASSES = {cls.name: cls for cls in (Localized, KnownLipschitz, SVTSGD, OnePassGLM, ClippedGD,
-                                              Accelerated, AveragedSGD, ProximalSGD)}
+                                              LocalizedSubgradient, Accelerated, AveragedSGD, ProximalSGD)}
 SOLVERS = tuple(SOLVER_CLASSES)
 
 
 def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter=None, huber_auto=False,
-                moment_order=4, moment_bound=None, second_moment_bound=None):
+                moment_order=4, moment_bound=None, second_moment_bound=None, ridge=False):
     """Build the solver ``name`` with its public schedule for a problem of the given size."""
     moments = dict(moment_order=moment_order, moment_bound=moment_bound)
     if name == "clipped_gd":
@@ -36,6 +37,10 @@ def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter
                          second_moment_bound=second_moment_bound, **moments)
     if name == "known_lipschitz":
         return KnownLipschitz(schedule=schedule, max_steps=max_iter or 100, **moments)
+    if name == "localized_subgradient":
+        # ``ridge`` (public: alpha > 0) decides whether the strongly convex wrapper runs.
+        return LocalizedSubgradient(schedule=schedule, max_steps=max_iter, n_coef=n_coef, ridge=ridge,
+                                    second_moment_bound=second_moment_bound, **moments)
     if name in ("accelerated", "averaged_sgd", "proximal_sgd"):
         # Their practical number of batches is set for accuracy from (n, p, mu);
         # max_iter, when given, fixes it.
@@ -47,5 +52,5 @@ def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter
 
 
 __all__ = ["GLMProblem", "SolverResult", "CallableLoss", "aggregate_points", "project_ball",
-           "project_two_balls", "ClippedGD", "Accelerated", "AveragedSGD", "ProximalSGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
+           "project_two_balls", "ClippedGD", "LocalizedSubgradient", "Accelerated", "AveragedSGD", "ProximalSGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
            "SOLVERS", "SOLVER_CLASSES", "make_solver"]
