@@ -1,4 +1,4 @@
-"""Heavy-tail benchmark of DPHeavyTailRegressor (issue: paper 000 methods).
+"""Heavy-tail benchmark of DPHeavyTailRegressor (the methods of papers 000 and 001).
 
 Tasks (``tasks.py``): the contaminated task of specs/anchors.md section 1.8 with
 n_train in {2000, 20000, 100000}, y as generated or multiplied by 1000, and
@@ -41,7 +41,8 @@ from skdp import DPHeavyTailRegressor  # noqa: E402
 RESULTS = Path(__file__).parent / "results"
 FIELDS = ["task", "n", "y_scale", "epsilon", "seed", "method", "mse", "bayes", "coef_error", "fit_time",
           "scaling_mode"]
-ALGORITHMS = ["clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm"]
+ALGORITHMS = ["clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm", "localized_subgradient",
+              "accelerated", "averaged_sgd", "proximal_sgd"]
 
 
 def make_private(method, epsilon, delta, seed):
@@ -102,6 +103,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=20, help="seeds per contaminated cell, n <= 20000")
     parser.add_argument("--large-seeds", type=int, default=20, help="seeds per cell at n = 100000")
     parser.add_argument("--only-large", action="store_true", help="run only the n = 100000 cells")
+    parser.add_argument("--diabetes-seeds", type=int, default=20)
     parser.add_argument("--large-methods", default="all",
                         help="comma-separated methods at n = 100000 (the one-pass and localized solvers "
                              "take minutes per fit there)")
@@ -111,7 +113,7 @@ def main():
     sizes = [2000, 20000]
     epsilons = [0.1, 0.5, 1.0, 2.0, 5.0]
     methods = ["auto"] + ALGORITHMS + ["baseline_dpgd", "baseline_ssp"]
-    cells = [("diabetes", 0, 1.0, s, epsilons, methods) for s in range(3 if args.quick else 20)]
+    cells = [("diabetes", 0, 1.0, s, epsilons, methods) for s in range(3 if args.quick else args.diabetes_seeds)]
     for n in sizes:
         for y_scale in (1.0, 1000.0):
             cells += [("contaminated", n, y_scale, s, epsilons, methods) for s in seeds]

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).parent
-ORDER = ["auto", "clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm", "baseline_dpgd",
-         "baseline_ssp", "sklearn_ols", "sklearn_huber"]
+ORDER = ["auto", "clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm", "localized_subgradient",
+         "accelerated", "averaged_sgd", "proximal_sgd", "baseline_dpgd", "baseline_ssp", "sklearn_ols",
+         "sklearn_huber"]
 
 
 def load(paths, max_seeds=None):

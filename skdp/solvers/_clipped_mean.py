@@ -145,11 +145,14 @@ def step_constants(problem, schedule, name):
     if schedule == "theory":
         beta = problem.uniform_smoothness()
         mu_sc = theory_strong_convexity(problem)
-        if not mu_sc > 0:
+        if not np.any(problem.penalty[problem.free_coordinates() > 0] > 0) and not mu_sc > 0:
             raise ValueError(
                 f"{name} with schedule='theory' needs a public strong-convexity constant: set a ridge "
                 "(alpha > 0) on every feature coefficient, or use schedule='practical'.")
-        return beta, min(mu_sc, beta)
+        # A ridge that underflowed in standardised units (alpha ~ 1e-300): the
+        # estimator checked alpha > 0 before spending, so run with a tiny constant
+        # (T then clamps to n) rather than refuse after the data were read.
+        return beta, min(max(mu_sc, 1e-300), beta)
     L = practical_curvature(problem)
     return L, min(max(L / 2.0, _free_ridge(problem)), L)
 
@@ -198,6 +201,7 @@ class OnePassSolver:
 
     name = None
     supports_l1 = False
+    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
 
     def __init__(self, schedule="practical", moment_order=4, moment_bound=None, second_moment_bound=None,
                  clip=None, n_steps=None, clip_quantile=0.5, n_coef=None):
@@ -310,7 +314,14 @@ class OnePassSolver:
         """The gradient oracle ``(w, t) -> noisy clipped mean gradient of batch t + ridge gradient``."""
         finite_clip = clip if math.isfinite(clip) else _HUGE_CLIP
 
+        served = set()
+
         def oracle(w, t):
+            # The ledger is one release per disjoint batch (parallel composition): a
+            # second query of a batch would need sequential accounting.
+            if t in served:
+                raise RuntimeError(f"batch {t} was queried twice; its release would be under-counted.")
+            served.add(t)
             rows = batches[t]
             s = len(rows)
             mean = problem.clipped_gradient_sum(w, finite_clip, rows) / s

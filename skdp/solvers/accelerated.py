@@ -28,7 +28,7 @@ Schedules (``beta``: the public uniform smoothness ``problem.uniform_smoothness(
   ``eta = max{2 beta, T^(3/2) sqrt(Sigma^2 + B^2) / D}``.
 * "practical": ``C`` is a private quantile of the per-sample gradient norms at
   0; with ``m = n mu / p`` (private rows per coefficient),
-  ``T = min((8 m^2)^(1/5), (48 n / p)^(1/4))`` balances the two terms of
+  ``T = min((32 m^2)^(1/5), (48 n / p)^(1/4))`` balances the two terms of
   Proposition 28 for standardised data (``C ~ sqrt(p)``, curvature ~1,
   ``||w*|| ~ 1``): the deterministic term ``~ 16 / T^2`` against the privacy
   noise ``~ T^3 / m^2`` (first) or the sampling noise ``~ T^2 p / n``

@@ -138,6 +138,7 @@ class ClippedGD:
     """
 
     name = "clipped_gd"
+    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
     supports_l1 = True
 
     def __init__(self, n_steps=100, warm_fraction=0.25, clip=None, clip_quantile=0.3, step_size=1.0,

@@ -87,6 +87,7 @@ class Localized:
     """
 
     name = "localized"
+    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
 
     def __init__(self, schedule="practical", n_portions=None, n_phases=None, max_steps=100,
                  failure_prob=0.05, moment_order=4, moment_bound=None, second_moment_bound=None,

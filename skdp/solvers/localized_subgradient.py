@@ -307,6 +307,7 @@ class LocalizedSubgradient:
     """
 
     name = "localized_subgradient"
+    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
     supports_l1 = False
 
     def __init__(self, schedule="practical", max_grad_evals=None, moment_order=4, moment_bound=None,
@@ -494,6 +495,8 @@ class LocalizedSubgradient:
             warnings.warn(f"schedule='theory' runs {evals:.3g} per-sample gradient evaluations (about "
                           "n^2 ln n / 3); set max_grad_evals to cap them.", RuntimeWarning, stacklevel=2)
         events = []
+        # The permutation comes first, from public randomness only.
+        order = rng.permutation(n)  # data-independent: batches are disjoint blocks of it
         bound = _public_derivative_bound(problem.loss)
         if self.clip is not None:
             C = float(self.clip)
@@ -517,7 +520,6 @@ class LocalizedSubgradient:
         G_sc = float(self.moment_bound) if theory else C
         sc_radius = 2.0 * (G_sc + pen_max * R) / mu_sc if mu_sc > 0 else math.inf  # D_0 = 2 L / mu_sc
 
-        order = rng.permutation(n)  # data-independent: batches are disjoint blocks of it
         used = np.zeros(n, dtype=bool)
         start = 0
         w = np.zeros(p)

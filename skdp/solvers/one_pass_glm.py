@@ -60,6 +60,7 @@ class OnePassGLM:
     """
 
     name = "one_pass_glm"
+    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
 
     def __init__(self, schedule="practical", moment_order=4, moment_bound=None, second_moment_bound=None,
                  clip=None):

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-from ._clipped_mean import OnePassSolver, sgd_practical_steps, step_constants
+from ._clipped_mean import OnePassSolver, _clamp_steps, sgd_practical_steps, step_constants
 from .averaged_sgd import stich_schedule
 
 __all__ = ["ProximalSGD", "proximal_sgd"]
@@ -95,7 +95,7 @@ class ProximalSGD(OnePassSolver):
         if self.n_steps is not None or self.schedule == "practical":
             T = self.planned_steps(n, p, mu)
         else:
-            T = int(min(max(2 * math.ceil(beta / mu_sc * math.log(n)), 1), n))
+            T = _clamp_steps(2.0 * beta / mu_sc * math.log(n), n)  # inf (underflowed mu) -> n
         clip = None
         if self.schedule == "theory":
             if self.clip is not None:
