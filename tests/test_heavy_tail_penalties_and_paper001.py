@@ -131,3 +131,27 @@ def test_l1_penalty_of_proximal_sgd_gives_exact_zeros():
                                  random_state=0).fit(X, y)
     assert np.sum(model.coef_ == 0) >= 5
     assert np.all(model.coef_[w != 0] != 0)
+
+
+def test_the_starved_public_clip_replaces_only_a_quantile_chosen_gradient_clip():
+    X, y = _data(3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LowBudgetWarning)
+        gd = DPHeavyTailRegressor(epsilon=0.05, random_state=0).fit(X, y)
+        kl = DPHeavyTailRegressor(epsilon=0.05, algorithm="known_lipschitz", random_state=0).fit(X, y)
+        absolute = DPHeavyTailRegressor(epsilon=0.05, loss="absolute", random_state=0).fit(X, y)
+    assert gd.scaling_["mode"] == "minimal"
+    assert gd.schedule_["clip_thresholds"] == [pytest.approx(0.5 * 2.0)]  # 0.5 sqrt(d), public
+    # known_lipschitz's threshold truncates rows; it stays a private quantile.
+    assert kl.schedule_["dummies_threshold"] != pytest.approx(1.0)
+    # A bounded derivative keeps its (non-binding) public bound.
+    assert absolute.schedule_["clip_thresholds"][0] > 1.0
+
+
+def test_an_underflowing_ridge_runs_instead_of_refusing_after_spending():
+    X, y = _data(500)
+    acc = BudgetAccountant()
+    model = DPHeavyTailRegressor(algorithm="proximal_sgd", schedule="theory", moment_bound=5.0, alpha=1e-307,
+                                 scaling="none", accountant=acc, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(model.coef_))
+    assert acc.spent.epsilon == pytest.approx(1.0, rel=1e-6)
