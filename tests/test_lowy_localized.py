@@ -1,4 +1,4 @@
-"""Tests of 'localized_subgradient' (seed_001, Algorithms 2 and 3 and the strongly convex wrapper).
+"""Tests of 'localized_subgradient' (paper 001, Algorithms 2 and 3 and the strongly convex wrapper).
 
 Privacy: the solver runs on a problem double that answers every clipped-gradient
 query for the dataset and for a neighbour whose differing row is an extreme

@@ -1,4 +1,4 @@
-"""Tests of the one-pass solvers of seed 001: 'accelerated', 'averaged_sgd' and 'proximal_sgd'.
+"""Tests of the one-pass solvers of paper 001: 'accelerated', 'averaged_sgd' and 'proximal_sgd'.
 
 * Privacy: coupled runs on neighbouring datasets (one row replaced by an
   extreme outlier). A problem double answers every data query on both datasets

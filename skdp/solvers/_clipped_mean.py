@@ -1,4 +1,4 @@
-"""The clipped Gaussian mean oracle (seed 001, Algorithm 1) and the shared one-pass machinery.
+"""The clipped Gaussian mean oracle (paper 001, Algorithm 1) and the shared one-pass machinery.
 
 Algorithm 1 clips every vector of a batch of ``s`` to norm ``C``, averages and
 adds ``N(0, sigma^2 I)``. Under replace-one neighbours the clipped mean moves by

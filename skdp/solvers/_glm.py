@@ -272,7 +272,7 @@ def project_two_balls(v, r1, c2, r2):
 
 
 def aggregate_points(points):
-    """Radius-free geometric aggregation (seed_000 spec, P6).
+    """Radius-free geometric aggregation (paper 000 notes, P6).
 
     For every point, the distance to its ``ceil(0.51 J)``-th nearest point (itself
     included) is computed; the point with the smallest such radius is returned.

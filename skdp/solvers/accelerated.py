@@ -1,4 +1,4 @@
-"""DP accelerated stochastic approximation (seed 001, Algorithm 4; 'accelerated').
+"""DP accelerated stochastic approximation (paper 001, Algorithm 4; 'accelerated').
 
 AC-SA of Ghadimi and Lan driven by the clipped Gaussian mean oracle, one pass
 over ``T`` disjoint batches. With ``alpha_t = 2 / (t + 1)`` and
@@ -85,7 +85,7 @@ def ac_sa(oracle, w0, n_steps, eta, project):
 
 
 class Accelerated(OnePassSolver):
-    """Algorithm 4 of seed 001: one-pass AC-SA with clipped Gaussian means (see module docstring).
+    """Algorithm 4 of paper 001: one-pass AC-SA with clipped Gaussian means (see module docstring).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Noisy clipped projected SGD with weighted averaging (seed 001, Algorithm 5; 'averaged_sgd').
+"""Noisy clipped projected SGD with weighted averaging (paper 001, Algorithm 5; 'averaged_sgd').
 
 For ``t = 0..T-1`` (``T`` disjoint batches; the paper's box loops over ``T + 1``
 batches of ``n / T`` rows, more than ``n``: erratum 5)::
@@ -111,7 +111,7 @@ def averaged_sgd(oracle, w0, steps, weights, project):
 
 
 class AveragedSGD(OnePassSolver):
-    """Algorithm 5 of seed 001: projected clipped SGD with Stich's weighted averaging.
+    """Algorithm 5 of paper 001: projected clipped SGD with Stich's weighted averaging.
 
     Parameters
     ----------

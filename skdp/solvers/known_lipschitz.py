@@ -8,7 +8,7 @@ for ``C``-Lipschitz losses on the result. The replacement is a per-row map with
 a public threshold, so neighbouring datasets stay neighbours.
 
 The uniformly-Lipschitz solver is the stand-in (ii) of the note: the localized
-noisy clipped subgradient method of Lowy and Razaviyayn (seed_001, Algorithm 3
+noisy clipped subgradient method of Lowy and Razaviyayn (paper 001, Algorithm 3
 with Algorithm 2 inside), with per-sample clipping at ``C`` kept on as defence
 in depth (it never binds when the bounds are right, and keeps the sensitivity
 ``2 C / n_i`` even if they were not). Phases ``i = 1..l`` use disjoint halving

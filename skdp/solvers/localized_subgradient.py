@@ -1,6 +1,6 @@
 """Localized noisy clipped subgradient method (Lowy and Razaviyayn, Algorithms 2 and 3).
 
-'localized_subgradient' is the non-smooth DP-SCO method of seed_001:
+'localized_subgradient' is the non-smooth DP-SCO method of paper 001:
 
 * Algorithm 2 (:func:`noisy_clipped_subgradient`): full-batch steps on one
   batch of ``m`` rows; every step releases the mean of the per-sample loss
@@ -12,7 +12,7 @@
   from a data-independent permutation, steps ``eta_i = eta / 4^i``,
   regularisation ``lambda_i = 1 / (eta_i n_i^p)`` with ``p = 1`` towards the
   previous phase's output, over ``Ball(0, R) ∩ Ball(w_{i-1}, D_i)``;
-* the strongly convex wrapper (seed_001 section 2.4, an FKT-style restart):
+* the strongly convex wrapper (paper 001, section 2.4, an FKT-style restart):
   Algorithm 3 runs ``M = ceil(log2 log2 n)`` times on disjoint chunks of
   doubling sizes, each call starting from the previous output, inside the
   distance bound ``D_j = sqrt(2 Delta_j / mu_sc)`` of the recursion of section
@@ -44,13 +44,13 @@ localisation never excludes the point the phase is trying to reach.
 
 Schedules.
 
-``"theory"``: the paper's formulas with the moment convention of seed_001
+``"theory"``: the paper's formulas with the moment convention of paper 001
 section 7.3: the user's ``(k, G_k)`` means ``E sup ||grad||^k <= G_k^k`` and
 Algorithm 3 uses internal order ``k' = k / 2`` with ``r~_{2k'} = G_k`` (so
 ``k >= 4``). Batches ``2^(l-1), ..., 1`` after discarding rows down to
 ``n = 2^l``, ``T_i = ceil(n_i ln n)``,
 ``C_i = G_k (eps n_i / sqrt(d ln n))^(1/k')`` with ``eps = sqrt(2 rho) = mu``,
-the simplified step of seed_001 section 2.3 with ``D = 2 R`` (or the wrapper's
+the simplified step of paper 001, section 2.3 with ``D = 2 R`` (or the wrapper's
 ``2 D_j``), the paper's explicit steps and the last iterate of the last phase.
 It costs about ``n^2 ln n / 3`` gradient evaluations.
 
@@ -202,7 +202,7 @@ def project_balls(v, balls):
 
 def noisy_clipped_subgradient(problem, anchor, lam, eta, clip, n_steps, noise_std, rng, balls=(),
                               proximal=False, average=False, recorder=None, name="phase"):
-    """Algorithm 2 of seed_001 on all rows of ``problem``.
+    """Algorithm 2 of paper 001 on all rows of ``problem``.
 
     Minimises ``mean_rows f_C + (lam / 2) ||w - anchor||^2 + 0.5 w^T diag(penalty) w``
     over the intersection of ``balls``, where ``f_C`` is the loss whose per-sample
@@ -266,7 +266,7 @@ def noisy_clipped_subgradient(problem, anchor, lam, eta, clip, n_steps, noise_st
 
 
 class LocalizedSubgradient:
-    """Localized noisy clipped subgradient method of seed_001 (see module docstring).
+    """Localized noisy clipped subgradient method of paper 001 (see module docstring).
 
     Parameters
     ----------
@@ -438,7 +438,7 @@ class LocalizedSubgradient:
         k = float(self.moment_order) / 2.0  # internal order k' = k / 2, with r~_{2k'} = G_k
         G = float(self.moment_bound)
         r = float(self.second_moment_bound if self.second_moment_bound is not None else G)
-        # Without a public L_f the 1/L_f terms are dropped (seed_001 pitfall 8).
+        # Without a public L_f the 1/L_f terms are dropped (paper 001 notes, pitfall 8).
         inv_lf = 1.0 / float(self.lipschitz_bound) if self.lipschitz_bound is not None else math.inf
         log_n = math.log(max(m, 2))
         eps = mu  # the paper's eps = sqrt(2 rho) with rho = mu^2 / 2
@@ -449,7 +449,7 @@ class LocalizedSubgradient:
         else:
             priv, eps_term = math.inf, math.inf
         eta_b = diameter / math.sqrt(m) * min(1.0 / r, inv_lf, priv / (G * math.sqrt(m)))
-        # eta_A with R~ / L replaced by 1 / sqrt(2) (Lemma 9; seed_001 section 2.3).
+        # eta_A with R~ / L replaced by 1 / sqrt(2) (Lemma 9; paper 001, section 2.3).
         eta_a = diameter * m * m / math.sqrt(2.0) * min(inv_lf, eps_term) * (1.0 / math.sqrt(m) + 1.0 / priv)
 
         def clip_for(n_i):
@@ -469,7 +469,7 @@ class LocalizedSubgradient:
         return min(_TAU_MAX, max(_TAU_MIN, _TAU_SLOPE * math.log(1.0 / nu) - _TAU_OFFSET))
 
     def _distance_bound(self, radius, m, p, mu, mu_sc, G):
-        """``D_j = sqrt(2 Delta_j / mu_sc)`` after a call on ``m`` rows (seed_001 section 2.4, a = 1).
+        """``D_j = sqrt(2 Delta_j / mu_sc)`` after a call on ``m`` rows (paper 001, section 2.4, a = 1).
 
         ``Delta_j = G D_{j-1} (1 / sqrt(N_j) + (sqrt(d ln N_j) / (eps N_j))^((k'-1)/k'))`` with
         ``G = G_k`` (theory) or the clip threshold (practical) standing for ``R~``.

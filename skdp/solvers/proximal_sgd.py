@@ -1,4 +1,4 @@
-"""Noisy clipped proximal SGD (seed 001, Algorithm 6; 'proximal_sgd').
+"""Noisy clipped proximal SGD (paper 001, Algorithm 6; 'proximal_sgd').
 
 For ``t = 0..T-1`` over ``T`` disjoint batches::
 
@@ -61,7 +61,7 @@ def proximal_sgd(oracle, w0, steps, prox):
 
 
 class ProximalSGD(OnePassSolver):
-    """Algorithm 6 of seed 001: one-pass proximal SGD with clipped Gaussian means.
+    """Algorithm 6 of paper 001: one-pass proximal SGD with clipped Gaussian means.
 
     Parameters
     ----------
