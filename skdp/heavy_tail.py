@@ -36,6 +36,7 @@ _BUILTIN_LOSSES = ("squared", "huber", "absolute", "quantile")
 # Public routing thresholds of algorithm="auto", in epsilon * n_samples per coefficient.
 _SPARSE_STARVED_EPS_N_PER_COEF = 7.5
 _QUANTILE_LOCALIZED_EPS_N_PER_COEF = 150.0
+_SMOOTH_STARVED_EPS_N_PER_COEF = 12.0
 # Solvers that clip every per-sample gradient without assuming anything of the loss.
 _CALLABLE_SOLVERS = ("localized", "localized_subgradient")
 _MIN_QUANTILE_EPS_TIMES_N = 80.0  # epsilon x rows for reliable private medians (fail prob ~ e^(-eps n / 4))
@@ -196,6 +197,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     - an L1 penalty with ``epsilon * n_samples / n_coef < 7.5``:
       "proximal_sgd" (there the privacy noise floor of "clipped_gd" would
       zero every coefficient);
+    - the squared or Huber loss without L1 and with
+      ``epsilon * n_samples / n_coef < 12``: "averaged_sgd";
     - the quantile loss at a level other than 0.5 with
       ``epsilon * n_samples / n_coef < 150``: "localized_subgradient";
     - everything else: "clipped_gd", the most accurate (or tied) algorithm
@@ -278,6 +281,14 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
             # dense, shrunk estimate predicts better (sparse benchmark, n = 2000,
             # d = 200, epsilon = 0.5).
             return "proximal_sgd"
+        if (self.loss in ("squared", "huber") and self.alpha * self.l1_ratio == 0
+                and math.isfinite(self.epsilon)
+                and self.epsilon * n_samples / p < _SMOOTH_STARVED_EPS_N_PER_COEF):
+            # Starved smooth problems: a one-pass method with a handful of large
+            # batches beats 100 noisy full-batch steps (heavy-tail benchmark, n = 2000,
+            # epsilon = 0.1: 3.6 vs 5.1 x Bayes; diabetes at epsilon = 0.1 fails
+            # for every method).
+            return "averaged_sgd"
         if (self.loss == "quantile" and self.quantile != 0.5 and math.isfinite(self.epsilon)
                 and self.epsilon * n_samples / p < _QUANTILE_LOCALIZED_EPS_N_PER_COEF):
             # Asymmetric quantile losses at small epsilon * n per coefficient: the

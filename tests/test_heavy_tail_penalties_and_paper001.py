@@ -155,3 +155,19 @@ def test_an_underflowing_ridge_runs_instead_of_refusing_after_spending():
                                  scaling="none", accountant=acc, random_state=0).fit(X, y)
     assert np.all(np.isfinite(model.coef_))
     assert acc.spent.epsilon == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("params,n,d,expected", [
+    (dict(), 2000, 20, "clipped_gd"),
+    (dict(epsilon=0.1), 2000, 20, "averaged_sgd"),  # 9.5 epsilon-rows per coefficient
+    (dict(epsilon=0.1, loss="absolute"), 2000, 20, "clipped_gd"),
+    (dict(epsilon=0.5, alpha=0.05, l1_ratio=1.0), 2000, 200, "proximal_sgd"),
+    (dict(epsilon=1.0, alpha=0.05, l1_ratio=1.0), 2000, 200, "clipped_gd"),
+    (dict(loss="quantile", quantile=0.8), 2000, 20, "localized_subgradient"),
+    (dict(loss="quantile", quantile=0.8), 20000, 20, "clipped_gd"),
+    (dict(loss="quantile", quantile=0.5), 2000, 20, "clipped_gd"),
+    (dict(loss=lambda z, y: (z - y, np.ones_like(z))), 2000, 20, "localized"),
+    (dict(epsilon=np.inf), 10, 20, "clipped_gd"),
+])
+def test_auto_routing_uses_public_inputs_only(params, n, d, expected):
+    assert DPHeavyTailRegressor(**params)._choose_algorithm(n, d) == expected
