@@ -52,5 +52,6 @@ def make_solver(name, *, loss, n_samples, n_coef, schedule="practical", max_iter
 
 
 __all__ = ["GLMProblem", "SolverResult", "CallableLoss", "aggregate_points", "project_ball",
-           "project_two_balls", "ClippedGD", "LocalizedSubgradient", "Accelerated", "AveragedSGD", "ProximalSGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
+           "project_two_balls", "ClippedGD", "LocalizedSubgradient", "Accelerated", "AveragedSGD",
+           "ProximalSGD", "OnePassGLM", "SVTSGD", "Localized", "KnownLipschitz",
            "SOLVERS", "SOLVER_CLASSES", "make_solver"]

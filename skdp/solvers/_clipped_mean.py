@@ -28,14 +28,11 @@ import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Sequential
 from ..mechanisms import clip_factors, private_quantile
-from ._glm import SolverResult
+from ._glm import CLIP_RANGE, SolverResult, public_derivative_bound
 
 __all__ = ["clipped_gaussian_mean", "noise_std", "split_batches", "practical_curvature", "step_constants",
            "theory_strong_convexity", "OnePassSolver"]
 
-# Range searched by the private clip quantile, in units of the public row bound
-# (per-sample gradient norms are |loss'| x ||x|| with ||x|| <= row_bound).
-_CLIP_RANGE = (1e-6, 10.0)
 # A non-finite clip (theory schedule at mu = inf) is replaced by this finite
 # value so that sensitivities stay representable; the noise is then 0 anyway.
 _HUGE_CLIP = 1e300
@@ -227,7 +224,7 @@ class OnePassSolver:
     # -- public plan ------------------------------------------------------------------------
     def n_quantiles(self, loss):
         """Private quantiles released by a run: 1 for the practical clip, else 0."""
-        if self.clip is not None or self.schedule == "theory" or _bounded_derivative(loss) is not None:
+        if self.clip is not None or self.schedule == "theory" or public_derivative_bound(loss) is not None:
             return 0
         return 1
 
@@ -295,17 +292,17 @@ class OnePassSolver:
         """
         if self.clip is not None:
             return float(self.clip), []
-        bound = _bounded_derivative(problem.loss)
+        bound = public_derivative_bound(problem.loss)
         if bound is not None:
             return bound * problem.row_bound, []
         norms = np.abs(problem.derivatives(np.zeros(problem.n_coef))) * problem.norms
-        upper = _CLIP_RANGE[1] * problem.row_bound
+        upper = CLIP_RANGE[1] * problem.row_bound
         # A Huber derivative never exceeds delta: searching above delta * row_bound
         # would only waste the quantile's resolution.
         slope = _derivative_cap(problem.loss)
-        if slope is not None and _CLIP_RANGE[0] * problem.row_bound < slope * problem.row_bound < upper:
+        if slope is not None and CLIP_RANGE[0] * problem.row_bound < slope * problem.row_bound < upper:
             upper = slope * problem.row_bound
-        lower = _CLIP_RANGE[0] * problem.row_bound
+        lower = CLIP_RANGE[0] * problem.row_bound
         C, event = private_quantile(norms, self.clip_quantile, eps_q, (lower, upper), scale="log",
                                     random_state=rng)
         return float(C), [event]
@@ -384,22 +381,6 @@ def _clamp_steps(T, n):
     if not math.isfinite(T):
         return int(n)
     return int(min(max(int(math.ceil(T)), 1), n))
-
-
-def _bounded_derivative(loss):
-    """Public bound on |loss'| for losses whose derivative is bounded by a constant (absolute, quantile).
-
-    The squared loss is unbounded; the Huber bound ``delta`` is kept out on
-    purpose (as in clipped_gd): its gradients are clipped at a private
-    quantile, usually well below ``delta * row_bound``, which lowers the noise.
-    """
-    if np.isfinite(float(getattr(loss, "smoothness", np.inf))):
-        return None
-    bound = getattr(loss, "derivative_bound", None)
-    if bound is None:
-        return None
-    value = float(np.max(bound(np.array([np.inf]), np.array([0.0]))))
-    return value if np.isfinite(value) else None
 
 
 def _derivative_cap(loss):

@@ -13,12 +13,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..losses import HuberLoss, SquaredLoss
 from ..mechanisms import clip_factors, row_norms
 
 _LABEL_LIMIT = 1e150
+# Private clip thresholds are searched in [1e-6, 10] x row_bound: per-sample gradient
+# norms are |loss'| x ||x|| with ||x|| <= row_bound, and a short public range keeps a
+# starved quantile from landing absurdly far from the data.
+CLIP_RANGE = (1e-6, 10.0)
 
 __all__ = ["GLMProblem", "SolverResult", "CallableLoss", "project_ball", "project_two_balls",
-           "aggregate_points"]
+           "aggregate_points", "public_derivative_bound", "CLIP_RANGE"]
+
+
+def public_derivative_bound(loss):
+    """Public bound on ``|loss'|`` for losses whose bound does not depend on the data, else None.
+
+    Absolute and quantile losses have one (their gradients are then clipped at
+    ``bound * row_bound``, which never changes a gradient). Squared and Huber
+    losses return None: the squared loss has no bound, and for the Huber loss
+    a clip at a low private quantile of the gradient norms is much less noisy
+    than ``delta * row_bound`` (its automatic delta is data-dependent anyway).
+    Callables return None.
+    """
+    if isinstance(loss, (SquaredLoss, HuberLoss)) or not hasattr(loss, "derivative_bound"):
+        return None
+    value = float(np.max(loss.derivative_bound(np.array([np.inf]), np.array([0.0]))))
+    return value if np.isfinite(value) else None
 
 
 class CallableLoss:

@@ -43,16 +43,12 @@ import math
 import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
-from ..losses import HuberLoss, SquaredLoss
+from ..losses import HuberLoss
 from ..mechanisms import private_quantile
-from ._glm import SolverResult
+from ._glm import CLIP_RANGE, SolverResult, public_derivative_bound
 
 __all__ = ["ClippedGD"]
 
-# Clip thresholds are searched in [1e-6, 10] x row_bound: per-sample gradient norms
-# are |loss'| x ||x|| with ||x|| <= row_bound, and a short public range keeps a
-# starved quantile from landing absurdly far from the data.
-_CLIP_RANGE = (1e-6, 10.0)
 _CURVATURE_SHARE = 0.02
 
 
@@ -65,17 +61,6 @@ def _top_eigenvalue(X):
 
     op = LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v) / n, dtype=float)
     return float(eigsh(op, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0])
-
-
-def _bounded_derivative(loss):
-    """Public bound on |loss'| (or None when the derivative is unbounded)."""
-    if isinstance(loss, SquaredLoss):
-        return None
-    if isinstance(loss, HuberLoss):
-        return None  # the automatic threshold is data-dependent; clip privately
-    bound = loss.derivative_bound(np.array([np.inf]), np.array([0.0]))
-    value = float(np.max(bound))
-    return value if np.isfinite(value) else None
 
 
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
@@ -164,7 +149,7 @@ class ClippedGD:
         return [warm, max(1, self.n_steps - warm)]
 
     def n_quantiles(self, loss):
-        if self.clip is not None or _bounded_derivative(loss) is not None:
+        if self.clip is not None or public_derivative_bound(loss) is not None:
             clips = 0
         else:
             clips = len(self._stages())
@@ -201,7 +186,7 @@ class ClippedGD:
         T = sum(stages)
         loss = problem.loss
         releases = []
-        public_bound = _bounded_derivative(loss)
+        public_bound = public_derivative_bound(loss)
         free = problem.free_coordinates()
         mu_curv, mu = self._mu_split(mu)
         if self.curvature_release:
@@ -242,7 +227,7 @@ class ClippedGD:
                 C = public_bound * problem.row_bound
             else:
                 g_norms = np.abs(problem.derivatives(w)) * problem.norms
-                bounds = (_CLIP_RANGE[0] * problem.row_bound, _CLIP_RANGE[1] * problem.row_bound)
+                bounds = (CLIP_RANGE[0] * problem.row_bound, CLIP_RANGE[1] * problem.row_bound)
                 C, ev = private_quantile(g_norms, self.clip_quantile, eps_q, bounds, scale="log",
                                          random_state=rng)
                 releases.append(ev)

@@ -114,15 +114,11 @@ import warnings
 import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
-from ..losses import HuberLoss, SquaredLoss
 from ..mechanisms import private_quantile
-from ._glm import SolverResult, project_ball, project_two_balls
+from ._glm import CLIP_RANGE, SolverResult, project_ball, project_two_balls, public_derivative_bound
 
 __all__ = ["LocalizedSubgradient", "noisy_clipped_subgradient", "project_balls"]
 
-# Clip thresholds are searched in [1e-6, 10] x row_bound: per-sample gradient norms
-# are |loss'| x ||x|| with ||x|| <= row_bound.
-_CLIP_RANGE = (1e-6, 10.0)
 _PRACTICAL_STEPS = 200
 _PRACTICAL_MAX_PHASES = 6
 _PRACTICAL_MIN_BATCH = 8
@@ -133,19 +129,6 @@ _TAU_MIN, _TAU_MAX, _TAU_SLOPE, _TAU_OFFSET = 2.0, 32.0, 3.0, 5.0
 _EXPENSIVE = 1e8
 # Clip threshold standing in for "no clipping" when mu = inf (the theory clip grows with eps).
 _NO_CLIP = 1e150
-
-
-def _public_derivative_bound(loss):
-    """Public bound on ``|loss'|`` for losses whose bound does not depend on the data.
-
-    Squared and Huber losses return None: the squared loss has no bound, and a
-    clip at a low private quantile of the gradient norms is much less noisy than
-    the Huber bound ``delta row_bound``.
-    """
-    if isinstance(loss, (SquaredLoss, HuberLoss)) or not hasattr(loss, "derivative_bound"):
-        return None
-    value = float(np.max(loss.derivative_bound(np.array([np.inf]), np.array([0.0]))))
-    return value if np.isfinite(value) else None
 
 
 def project_balls(v, balls):
@@ -347,7 +330,7 @@ class LocalizedSubgradient:
 
     def n_quantiles(self, loss):
         """Number of private quantiles: 1 for the practical clip of an unbounded derivative, else 0."""
-        if self.clip is not None or self.schedule == "theory" or _public_derivative_bound(loss) is not None:
+        if self.clip is not None or self.schedule == "theory" or public_derivative_bound(loss) is not None:
             return 0
         return 1
 
@@ -497,7 +480,7 @@ class LocalizedSubgradient:
         events = []
         # The permutation comes first, from public randomness only.
         order = rng.permutation(n)  # data-independent: batches are disjoint blocks of it
-        bound = _public_derivative_bound(problem.loss)
+        bound = public_derivative_bound(problem.loss)
         if self.clip is not None:
             C = float(self.clip)
         elif theory:
@@ -507,7 +490,7 @@ class LocalizedSubgradient:
         else:
             g_norms = np.abs(problem.derivatives(np.zeros(p))) * problem.norms
             C, ev = private_quantile(g_norms, self.clip_quantile, eps_q,
-                                     (_CLIP_RANGE[0] * problem.row_bound, _CLIP_RANGE[1] * problem.row_bound),
+                                     (CLIP_RANGE[0] * problem.row_bound, CLIP_RANGE[1] * problem.row_bound),
                                      scale="log", random_state=rng)
             events.append(ev)
         R = problem.radius
