@@ -243,8 +243,8 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
     }
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, loss="squared", huber_delta="auto", quantile=0.5,
-                 alpha=0.0, l1_ratio=0.0, fit_intercept=True, algorithm="auto", schedule="practical", scaling="auto",
-                 scaling_share="auto", max_iter="auto", moment_order=4, moment_bound=None,
+                 alpha=0.0, l1_ratio=0.0, fit_intercept=True, algorithm="auto", schedule="practical",
+                 scaling="auto", scaling_share="auto", max_iter="auto", moment_order=4, moment_bound=None,
                  second_moment_bound=None, accountant=None, random_state=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
@@ -420,8 +420,9 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                              f"use one of {with_l1}.")
         if (self.schedule == "theory" and algorithm in ("averaged_sgd", "proximal_sgd")
                 and not self.alpha * (1.0 - self.l1_ratio) > 0):
-            raise ValueError(f"algorithm={algorithm!r} with schedule='theory' needs a public strong-convexity "
-                             "constant: a ridge (alpha > 0, l1_ratio < 1), or use schedule='practical'.")
+            raise ValueError(f"algorithm={algorithm!r} with schedule='theory' needs a public "
+                             "strong-convexity constant: a ridge (alpha > 0, l1_ratio < 1), or use "
+                             "schedule='practical'.")
         if hasattr(solver, "check_loss"):
             solver.check_loss(loss)  # refuse unsupported losses before anything is spent
         approx = getattr(solver, "budget_kind", "gdp") == "approx"
@@ -516,8 +517,9 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 events.append(ev_x)
             if mode != "none":
                 # "minimal" does not centre y: the intercept column absorbs the offset.
-                cy, sy, ev_y = private_robust_scaling(y, eps_q, center=self.fit_intercept and mode != "minimal",
-                                                      jitter=jitter, random_state=rng)
+                center_y = self.fit_intercept and mode != "minimal"
+                cy, sy, ev_y = private_robust_scaling(y, eps_q, center=center_y, jitter=jitter,
+                                                      random_state=rng)
                 events.append(ev_y)
             cx, sx = np.atleast_1d(cx), np.atleast_1d(sx)
             Xs = (X - cx) / sx
