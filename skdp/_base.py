@@ -10,20 +10,32 @@ against the accountant before the solver touches the data, and the fitted
     result = self._run_private(planned, solve)                 # charge, then solve
 
 ``_run_private`` reserves the planned event on the accountant (raising
-:class:`~skdp.BudgetExceededError` if it does not fit), runs the solver, checks
-that the event the solver reports is no more expensive than planned, and
-replaces the reservation by it. If the solver raises, the reservation stays: the
-data may have been read.
+:class:`~skdp.BudgetExceededError` if it does not fit), draws the fit's noise
+generator, runs the solver, checks that the event the solver reports is no
+more expensive than planned, and replaces the reservation by it. If the solver
+raises, the reservation stays: the data may have been read.
+
+Which ledger a fit charges: the ``accountant`` parameter; else the default of
+the current context (:meth:`~skdp.BudgetAccountant.default`). An estimator
+cloned or pickled inside a ``with BudgetAccountant(...)`` block remembers that
+block, so fits in joblib worker threads and processes charge it too.
+
+Noise: ``random_state=None`` draws from operating-system entropy. With a seed,
+the ``k``-th fit charged to a ledger the user created with that seed draws from
+the stream ``(seed, k)`` (see :mod:`skdp.accounting.budget`), so cloned
+estimators in a grid search never share noise.
 """
 
 import math
 import numbers
 import warnings
 
+import numpy as np
+
 from .accounting import BudgetAccountant, PrivacyLeakWarning, PrivacySpent
+from .accounting.budget import capture_default, resolve_default
 from .accounting.events import PrivacyEvent
 from ._validation import Interval, validate_params
-from .mechanisms import check_generator
 
 __all__ = ["DPEstimatorMixin"]
 
@@ -67,12 +79,46 @@ class DPEstimatorMixin:
             )
 
     def _resolve_accountant(self):
-        """The accountant to charge: the parameter, else the current default."""
-        return self.accountant if self.accountant is not None else BudgetAccountant.default()
+        """The accountant to charge: the parameter, else the default of this context (or remembered)."""
+        if self.accountant is not None:
+            return self.accountant
+        return resolve_default(getattr(self, "_inherited_accountant", None))
 
-    def _fit_generator(self):
-        """A fresh ``numpy.random.Generator`` for this fit (OS entropy when random_state is None)."""
-        return check_generator(self.random_state)
+    def _noise_seed_material(self):
+        """Public seed material of this fit's noise: None (OS entropy) or a tuple of integers.
+
+        A Generator or RandomState is advanced (as scikit-learn does), so
+        successive fits with one generator object draw different noise.
+        """
+        rs = self.random_state
+        if rs is None:
+            return None
+        if isinstance(rs, numbers.Integral):
+            return (int(rs),)
+        if isinstance(rs, np.random.Generator):
+            return tuple(int(v) for v in rs.integers(0, 2**63, size=4))
+        if isinstance(rs, np.random.RandomState):
+            return tuple(int(v) for v in rs.randint(0, 2**32, size=4, dtype=np.uint64))
+        raise ValueError(f"random_state must be None, an int, a Generator or a RandomState; got {rs!r}.")
+
+    # -- copies remember the default accountant of the block they were made in -------------
+    def __sklearn_clone__(self):
+        new = super().__sklearn_clone__()
+        if new.accountant is None:
+            inherited = capture_default(getattr(self, "_inherited_accountant", None))
+            if inherited is not None:
+                new._inherited_accountant = inherited
+        return new
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if self.accountant is None:
+            # Pickling is how joblib sends an estimator to a worker process: it takes
+            # along the ledger it would charge here, so the worker charges it too.
+            state = dict(state)
+            state["_inherited_accountant"] = capture_default(state.get("_inherited_accountant"),
+                                                             implicit=True)
+        return state
 
     def _log(self, message):
         if self.verbose:
@@ -87,8 +133,9 @@ class DPEstimatorMixin:
         planned_event : PrivacyEvent
             Computed from public inputs only, before any data value is used.
         solve : callable
-            ``() -> (event, result)``: runs the solver on the data and returns
-            the event it actually released together with its result.
+            ``(rng) -> (event, result)``: runs the solver on the data with the
+            fit's noise generator and returns the event it actually released
+            together with its result.
 
         Returns
         -------
@@ -98,14 +145,19 @@ class DPEstimatorMixin:
         if not isinstance(planned_event, PrivacyEvent):
             raise TypeError("planned_event must be a PrivacyEvent.")
         accountant = self._resolve_accountant()
-        entry = accountant._reserve(planned_event, delta=self.delta)
+        material = self._noise_seed_material()
+        entry, stream = accountant._reserve(planned_event, delta=self.delta, noise_tag=material)
         self._log(f"reserved {planned_event!r}")
-        event, result = solve()
+        rng = _noise_generator(material, stream)
+        # Floating-point events (overflow, invalid) must not raise under a user's
+        # np.seterr(all="raise"): an exception after the reservation is a release.
+        with np.errstate(all="ignore"):
+            event, result = solve(rng)
         if not isinstance(event, PrivacyEvent):
             raise TypeError("The solver must return a PrivacyEvent with its result.")
         # Compare at the estimator's delta and at the accountant's: an event can be
         # cheaper at one delta and dearer at another.
-        deltas = {float(self.delta), accountant._reporting_delta(accountant._entries)}
+        deltas = {float(self.delta), accountant._reporting_delta()}
         for delta in sorted(d for d in deltas if 0.0 < d < 1.0) or [float(self.delta)]:
             planned_eps = planned_event.epsilon(delta)
             actual_eps = event.epsilon(delta)
@@ -136,3 +188,12 @@ class DPEstimatorMixin:
         if tags.classifier_tags is not None:
             tags.classifier_tags.poor_score = True
         return tags
+
+
+def _noise_generator(material, stream):
+    """The fit's generator: OS entropy, the seed itself (stream 0), or the stream ``(seed, stream)``."""
+    if material is None:
+        return np.random.default_rng()
+    if stream == 0:
+        return np.random.default_rng(material[0] if len(material) == 1 else list(material))
+    return np.random.default_rng(list(material) + [int(stream)])

@@ -29,6 +29,7 @@ from .mechanisms import (
     row_norms,
 )
 from .solvers import SOLVER_CLASSES, SOLVERS, CallableLoss, GLMProblem, make_solver
+from .solvers.svt_sgd import check_svt_sgd_available
 
 __all__ = ["DPHeavyTailRegressor"]
 
@@ -118,8 +119,9 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
           included);
         - "known_lipschitz": per-sample Lipschitz truncation (Algorithm 4) over
           the localized noisy clipped subgradient method;
-        - "svt_sgd": localized clipped SGD with the sparse vector technique
-          (Algorithm 7; (epsilon, delta) only; smooth losses);
+        - "svt_sgd": disabled (refuses to fit, before any spend): the
+          privacy proof of this sparse-vector method does not hold (see
+          :mod:`skdp.solvers.svt_sgd`);
         - "one_pass_glm": one-pass clipped SGD for smooth GLMs (Algorithm 8);
         - "localized_subgradient": localized noisy clipped subgradient method
           (paper 001, Algorithm 3 over Algorithm 2; non-smooth convex losses;
@@ -403,7 +405,16 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         -------
         self
         """
+        # The accounting and the solvers are written for IEEE arithmetic (underflow to
+        # 0, overflow to inf, both handled); a user's np.seterr(all="raise") must not
+        # turn those into exceptions, least of all after the budget is reserved.
+        with np.errstate(all="ignore"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         self._validate_privacy_params()
+        if self.algorithm == "svt_sgd":
+            check_svt_sgd_available()  # refuses before any data is read or budget spent
         if callable(self.loss) and self.algorithm not in ("auto",) + _CALLABLE_SOLVERS:
             raise ValueError(f"A callable loss is supported by algorithm in {_CALLABLE_SOLVERS} only.")
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
@@ -415,7 +426,7 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         loss = self._standardised_loss()
         solver = self._make_solver(algorithm, loss, n, p)
         if self.alpha * self.l1_ratio > 0 and not getattr(solver, "supports_l1", False):
-            with_l1 = sorted(name for name in SOLVERS if getattr(SOLVER_CLASSES[name], "supports_l1", False))
+            with_l1 = sorted(name for name, cls in SOLVER_CLASSES.items() if getattr(cls, "supports_l1", False))
             raise ValueError(f"algorithm={algorithm!r} does not support an L1 penalty (l1_ratio > 0); "
                              f"use one of {with_l1}.")
         if (self.schedule == "theory" and algorithm in ("averaged_sgd", "proximal_sgd")
@@ -501,9 +512,7 @@ class DPHeavyTailRegressor(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 solver.parameters(n, p, beta_public, _COEF_RADIUS, budget, delta_solver)  # raises
             else:
                 solver.check_theory(n, p, beta_public, _COEF_RADIUS, budget)  # raises
-        rng = self._fit_generator()
-
-        def solve():
+        def solve(rng):
             events = []
             jitter = 0.0 if non_private else 0.05
             cx, sx, cy, sy = np.zeros(d), np.ones(d), 0.0, 1.0

@@ -108,6 +108,7 @@ acc = pickle.loads(sys.stdin.buffer.read())
 print(len(acc.events), acc.epsilon, acc.detached)
 try:
     acc.spend(GaussianRelease(1.0, 10.0))
+    print("charged")
 except DetachedAccountantError:
     print("refused")
 acc.reattach()
@@ -116,14 +117,27 @@ print(len(acc.events))
 """
 
 
-def test_unpickled_in_another_process_is_detached():
+def test_unpickled_in_another_process_charges_the_shared_ledger():
     acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
     acc.spend(GaussianRelease(1.0, 10.0))
     out = subprocess.run([sys.executable, "-c", _CHILD], input=pickle.dumps(acc),
                          capture_output=True, check=True)
     lines = out.stdout.decode().split()
-    assert lines == ["1", "5.0", "True", "refused", "2"]
-    assert len(acc.events) == 1  # the original ledger is untouched
+    # The child reaches the ledger: it sees the parent's entry and its own charges land there.
+    assert lines == ["1", "5.0", "False", "charged", "3"]  # reattach() of an attached copy changes nothing
+    assert len(acc.events) == 3 and acc.shared
+
+
+def test_a_copy_whose_ledger_is_gone_is_detached():
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
+    acc.spend(GaussianRelease(1.0, 10.0))
+    data = pickle.dumps(acc)
+    del acc  # the owner is collected: its ledger file is removed
+    import gc
+
+    gc.collect()
+    out = subprocess.run([sys.executable, "-c", _CHILD], input=data, capture_output=True, check=True)
+    assert out.stdout.decode().split() == ["1", "5.0", "True", "refused", "2"]
 
 
 def test_concurrent_spends_never_exceed_the_budget():

@@ -113,12 +113,13 @@ def test_non_finite_records_do_not_change_the_output_distribution_support():
     assert math.isfinite(float(np.linalg.norm(clipped_sum(X, 1.0))))
 
 
-def test_pickled_to_a_spawned_process_is_detached():
+def test_pickled_to_a_spawned_process_charges_the_shared_ledger():
     acc = BudgetAccountant()
     data = pickle.dumps(acc)
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(1) as pool:
-        assert pool.apply(_unpickle_and_spend, (data,)) == "refused"
+        assert pool.apply(_unpickle_and_spend, (data,)) == "charged a copy"
+    assert acc.events == (ZCDPRelease(0.01),)  # ... which is the ledger itself
 
 
 def _unpickle_and_spend(data):

@@ -54,10 +54,9 @@ class ToyDPRidge(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         n, d = X.shape
         lipschitz, tol, planned = self._plan(n)
-        rng = self._fit_generator()
         loss = SquaredLoss()
 
-        def solve():
+        def solve(rng):
             Xc = clip_rows(X, self.row_norm)
             yc = np.clip(y, -self.label_bound, self.label_bound)
             slope = loss.extension_slope(row_norms(Xc), lipschitz)

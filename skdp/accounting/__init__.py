@@ -13,6 +13,7 @@ the test oracle.
 
 from ._conversions import dp_to_gdp, dp_to_zcdp, gdp_to_dp, zcdp_to_dp
 from .budget import (
+    AmbiguousAccountantError,
     BudgetAccountant,
     BudgetExceededError,
     DetachedAccountantError,
@@ -52,6 +53,7 @@ __all__ = [
     "calibrate_gaussian",
     "calibrate_laplace",
     "calibrate_scale",
+    "AmbiguousAccountantError",
     "BudgetAccountant",
     "BudgetExceededError",
     "DetachedAccountantError",

@@ -10,15 +10,31 @@ Design notes
   so ``GridSearchCV``, ``cross_val_score`` and ``Pipeline`` charge the user's
   ledger for every fit. (Copying it silently is exactly how other libraries lose
   the cost of a grid search.)
-* An accountant unpickled in a *different* process (a joblib worker, or a model
-  loaded from disk tomorrow), or inherited by a forked child process, cannot
-  reach the original ledger. It is *detached*: reading it works, charging it
-  raises :class:`DetachedAccountantError`. Use ``n_jobs=1`` or the threading backend for
-  parallel model selection, or call :meth:`BudgetAccountant.reattach` to use the
-  restored copy as an independent ledger.
+* Across processes on one machine the ledger is shared: the first time an
+  accountant is pickled its entries move to a locked file
+  (:mod:`skdp.accounting._ledger`), and a copy unpickled in a joblib worker
+  process charges that file. The budget refuses across processes exactly as in
+  one. A copy whose ledger cannot be reached (the owning process has ended, or a
+  forked child of a process whose ledger is still in memory) is *detached*:
+  reading it works, charging it raises :class:`DetachedAccountantError`.
+* The default accountant (estimators with ``accountant=None``) is per context:
+  the innermost ``with BudgetAccountant(...)`` block of the current thread or
+  asyncio task. A thread without a block of its own (a joblib worker thread)
+  uses the one block open in the process, and refuses to fit when several are
+  open (:class:`AmbiguousAccountantError`). Estimators remember the default in
+  force when they were cloned or pickled, so a fit in a worker process charges
+  the block its parent had open. Outside every block, fits are recorded by an
+  implicit process-wide ledger without a budget.
 * Fits compose as events: ten rho-zCDP fits cost ``10 rho``, converted once.
+* Noise: on a ledger the user created, the ``k``-th fit with the same integer
+  ``random_state`` draws its noise from the stream ``(seed, k)``, so no two fits
+  charged to one ledger share noise (their composition is then valid) and a rerun
+  on a fresh ledger reproduces every model. The implicit ledger keeps
+  scikit-learn's rule (same seed, same noise), so its total is not a guarantee
+  for fits that share a seed.
 """
 
+import contextvars
 import math
 import os
 import threading
@@ -27,9 +43,11 @@ import weakref
 from collections import namedtuple
 
 from ._conversions import _check_delta
+from ._ledger import Entry, FileStore, MemoryStore, UnreachableStoreError
 from .events import PrivacyEvent, Sequential
 
 __all__ = [
+    "AmbiguousAccountantError",
     "BudgetAccountant",
     "BudgetExceededError",
     "DetachedAccountantError",
@@ -49,7 +67,11 @@ class BudgetExceededError(RuntimeError):
 
 
 class DetachedAccountantError(RuntimeError):
-    """Raised when charging an accountant restored from a pickle made in another process."""
+    """Raised when charging an accountant whose ledger this process cannot reach."""
+
+
+class AmbiguousAccountantError(RuntimeError):
+    """Raised, before any data is read, when the default accountant of a fit is ambiguous."""
 
 
 class PrivacyLeakWarning(RuntimeWarning):
@@ -61,26 +83,41 @@ class LowBudgetWarning(UserWarning):
 
 
 _REGISTRY = weakref.WeakValueDictionary()
-_DEFAULT_STACK = []
-_GLOBAL = {"default": None}
 _MODULE_LOCK = threading.RLock()
+# The ``with`` blocks of the current context (thread or asyncio task), innermost last.
+_CONTEXT_BLOCKS = contextvars.ContextVar("skdp_accountant_blocks", default=())
+# Every block open in this process, in any context: accountant uid -> [accountant, count].
+_OPEN_BLOCKS = {}
+_IMPLICIT = {"default": None}
 
 
 def _restore_accountant(uid, state):
-    """Unpickling hook: the live ledger when it exists in this process, else a detached copy."""
+    """Unpickling hook: the live ledger in this process, a handle on the shared file, or a detached copy."""
     with _MODULE_LOCK:
         live = _REGISTRY.get(uid)
         if live is not None:
             return live
         acc = BudgetAccountant.__new__(BudgetAccountant)
-        acc._init_state(state["epsilon"], state["delta"], uid=uid)
-        acc._entries = [list(entry) for entry in state["entries"]]
-        acc._detached = True
+        acc._init_state(state["epsilon"], state["delta"], uid=uid, implicit=state.get("implicit", False))
+        path = state.get("path")
+        if path is not None and os.path.exists(path):
+            acc._store = FileStore(path)
+            acc._detached = False
+        else:
+            acc._store = MemoryStore(_entries_from_state(state["entries"]))
+            acc._detached = True
         return acc
 
 
-class _Entry(list):
-    """A ledger entry ``[event, reported_delta]`` (a list so a reservation can be settled)."""
+def _entries_from_state(entries):
+    out = []
+    for item in entries:
+        if isinstance(item, Entry):
+            out.append(item)
+        else:  # (event, delta) pairs
+            event, delta = item[0], item[1]
+            out.append(Entry(uuid.uuid4().hex, event, float(delta)))
+    return out
 
 
 class BudgetAccountant:
@@ -98,7 +135,7 @@ class BudgetAccountant:
     Attributes
     ----------
     events : tuple of PrivacyEvent
-        Everything charged so far, in order.
+        Everything charged so far, in order (from every process sharing the ledger).
     spent : PrivacySpent
         Total (epsilon, delta) of the composition of all charged events.
     remaining : PrivacySpent
@@ -111,7 +148,10 @@ class BudgetAccountant:
     -----
     Every bound the accountant reports is a valid upper bound up to the
     numerical tolerances of root finding (relative 1e-9); budgets are compared
-    with the same relative tolerance.
+    with the same relative tolerance. Fits in joblib worker processes
+    (``n_jobs > 1``) on this machine are charged to the same ledger through a
+    locked file in a private temporary folder, created the first time the
+    accountant is pickled and removed when it is garbage-collected.
 
     Examples
     --------
@@ -139,15 +179,15 @@ class BudgetAccountant:
         if not epsilon > 0:
             raise ValueError(f"The budget epsilon must be positive; got {epsilon!r}.")
         self._init_state(epsilon, _check_delta(delta), uid=uuid.uuid4().hex)
-        self._entries = []
+        self._store = MemoryStore()
         self._detached = False
 
-    def _init_state(self, epsilon, delta, uid):
+    def _init_state(self, epsilon, delta, uid, implicit=False):
         self._epsilon = epsilon
         self._delta = delta
         self._uid = uid
-        self._pid = os.getpid()  # a forked child inherits the object, not the ledger
-        self._lock = threading.RLock()
+        self._implicit = implicit
+        self._pid = os.getpid()  # a forked child inherits the object, not an in-memory ledger
         with _MODULE_LOCK:
             _REGISTRY[uid] = self
 
@@ -162,36 +202,52 @@ class BudgetAccountant:
         """The delta at which the budget is measured (1.0: no delta ceiling)."""
         return self._delta
 
+    def _snapshot(self):
+        try:
+            return self._store.snapshot()
+        except UnreachableStoreError:
+            self._store = MemoryStore()
+            self._detached = True
+            return []
+
     @property
     def events(self):
-        with self._lock:
-            return tuple(entry[0] for entry in self._entries)
+        return tuple(entry.event for entry in self._snapshot())
 
     @property
     def detached(self):
-        """True when this object lives in a process that does not hold the live ledger."""
-        return self._detached or self._pid != os.getpid()
+        """True when this process cannot reach the ledger (so charging it would lose the spend)."""
+        if self._detached:
+            return True
+        if isinstance(self._store, FileStore):
+            return not self._store.reachable()
+        return self._pid != os.getpid()
+
+    @property
+    def shared(self):
+        """True when the ledger lives in a file that other processes on this machine can charge."""
+        return isinstance(self._store, FileStore)
 
     def total_event(self):
         """The sequential composition of everything charged so far."""
         return Sequential(self.events)
 
-    def _reporting_delta(self, entries):
+    def _reporting_delta(self, entries=None):
         if self._delta < 1.0:
             return self._delta
-        return min(1.0, sum(entry[1] for entry in entries))
+        entries = self._snapshot() if entries is None else entries
+        return min(1.0, sum(entry.delta for entry in entries))
 
     def _total_epsilon(self, entries, delta):
-        if self._delta >= 1.0 and delta >= 1.0 and any(entry[1] > 0 for entry in entries):
+        if self._delta >= 1.0 and delta >= 1.0 and any(entry.delta > 0 for entry in entries):
             # Without a delta ceiling the spend is measured at the sum of the deltas
             # the fits declared; once that reaches 1 the guarantee is vacuous.
             return math.inf
-        return Sequential([entry[0] for entry in entries]).epsilon(delta)
+        return Sequential([entry.event for entry in entries]).epsilon(delta)
 
     @property
     def spent(self):
-        with self._lock:
-            entries = list(self._entries)
+        entries = self._snapshot()
         delta = self._reporting_delta(entries)
         return PrivacySpent(self._total_epsilon(entries, delta), delta)
 
@@ -208,10 +264,11 @@ class BudgetAccountant:
     def _check_attached(self):
         if self.detached:
             raise DetachedAccountantError(
-                "This BudgetAccountant was restored from a pickle made in another process, so "
-                "it cannot charge the original ledger. Run model selection with n_jobs=1 or the "
-                "threading backend (joblib.parallel_backend('threading')), or call "
-                "accountant.reattach() to use this copy as an independent ledger."
+                "This BudgetAccountant's ledger cannot be reached from this process: it was restored "
+                "from a pickle whose owning process has ended, or inherited by a forked child. Nothing "
+                "was charged. Run model selection with n_jobs=1, joblib's default process backend "
+                "(loky) or the threading backend, or call accountant.reattach() to use this copy as an "
+                "independent ledger."
             )
 
     def _exceeds(self, entries):
@@ -238,8 +295,7 @@ class BudgetAccountant:
         """
         delta = self._validate_event(event, delta)
         self._check_attached()
-        with self._lock:
-            entries = list(self._entries) + [_Entry([event, delta])]
+        entries = self._snapshot() + [Entry("check", event, delta)]
         exceeded, detail = self._exceeds(entries)
         if exceeded:
             raise BudgetExceededError(self._exceeded_message(event, detail))
@@ -255,18 +311,36 @@ class BudgetAccountant:
         """
         self._reserve(event, delta)
 
-    def _reserve(self, event, delta=0.0):
-        """Atomically check and record ``event``; return a handle to settle it later."""
+    def _reserve(self, event, delta=0.0, noise_tag=None):
+        """Atomically check and record ``event``; return ``(entry, stream)`` to settle it later.
+
+        ``stream`` is the number of earlier fits on this ledger whose noise used
+        the same seed material ``noise_tag`` (always 0 on the implicit ledger and
+        for ``noise_tag=None``): the fit draws its noise from ``(seed, stream)``.
+        """
         delta = self._validate_event(event, delta)
         self._check_attached()
-        with self._lock:
-            entry = _Entry([event, delta])
-            entries = self._entries + [entry]
+        entry = Entry(uuid.uuid4().hex, event, delta, None if noise_tag is None else tuple(noise_tag))
+        outcome = {}
+
+        def accept(entries):
             exceeded, detail = self._exceeds(entries)
             if exceeded:
-                raise BudgetExceededError(self._exceeded_message(event, detail))
-            self._entries.append(entry)
-            return entry
+                outcome["detail"] = detail
+                return False
+            if entry.noise_tag is not None and not self._implicit:
+                outcome["stream"] = sum(1 for e in entries[:-1] if e.noise_tag == entry.noise_tag)
+            return True
+
+        try:
+            accepted = self._store.append_if(entry, accept)
+        except UnreachableStoreError:
+            self._detached = True
+            self._check_attached()
+            raise
+        if not accepted:
+            raise BudgetExceededError(self._exceeded_message(event, outcome["detail"]))
+        return entry, outcome.get("stream", 0)
 
     def _settle(self, entry, event):
         """Replace a reservation by the event actually released.
@@ -277,9 +351,10 @@ class BudgetAccountant:
         """
         if not isinstance(event, PrivacyEvent):
             raise TypeError(f"Expected a PrivacyEvent; got {type(event).__name__}.")
-        with self._lock:
-            entry[0] = event
-            exceeded, detail = self._exceeds(list(self._entries))
+        if isinstance(entry, tuple):
+            entry = entry[0]
+        self._store.replace(entry.key, event)
+        exceeded, detail = self._exceeds(self._snapshot())
         if exceeded:
             raise BudgetExceededError(
                 "The release that was just recorded exceeds the budget (it cost more than was "
@@ -294,44 +369,67 @@ class BudgetAccountant:
         )
 
     def reattach(self):
-        """Use a detached copy as an independent, chargeable ledger in this process."""
+        """Use a detached copy as an independent, chargeable ledger in this process.
+
+        The copy keeps the entries it had when it was pickled; the original
+        ledger is not charged by it.
+        """
+        if not self.detached:
+            return self
+        entries = self._store.snapshot() if isinstance(self._store, MemoryStore) else []
+        self._store = MemoryStore(entries)
         self._detached = False
         self._pid = os.getpid()
         return self
+
+    def _share(self):
+        """Move the entries to a file that other processes of this machine can charge."""
+        with _MODULE_LOCK:
+            if isinstance(self._store, MemoryStore) and not self.detached:
+                self._store = FileStore.create(self._store.snapshot())
 
     # -- default accountant --------------------------------------------------------------
     @staticmethod
     def default():
         """The accountant charged by estimators whose ``accountant`` is None.
 
-        Inside ``with BudgetAccountant(...) as acc:`` this is ``acc``; otherwise a
-        process-wide accountant with an infinite budget that records every fit.
+        The innermost ``with BudgetAccountant(...)`` block of the current thread
+        or asyncio task; in a thread without a block, the one block open in the
+        process (several raise :class:`AmbiguousAccountantError`); outside every
+        block, an implicit process-wide accountant with an infinite budget that
+        records every fit.
         """
-        with _MODULE_LOCK:
-            if _DEFAULT_STACK:
-                return _DEFAULT_STACK[-1]
-            if _GLOBAL["default"] is None:
-                _GLOBAL["default"] = BudgetAccountant()
-            return _GLOBAL["default"]
+        return resolve_default(None)
 
     def __enter__(self):
+        _CONTEXT_BLOCKS.set(_CONTEXT_BLOCKS.get() + (self,))
         with _MODULE_LOCK:
-            _DEFAULT_STACK.append(self)
+            slot = _OPEN_BLOCKS.setdefault(self._uid, [self, 0])
+            slot[1] += 1
         return self
 
     def __exit__(self, *exc_info):
+        blocks = _CONTEXT_BLOCKS.get()
+        for i in range(len(blocks) - 1, -1, -1):
+            if blocks[i] is self:
+                _CONTEXT_BLOCKS.set(blocks[:i] + blocks[i + 1:])
+                break
         with _MODULE_LOCK:
-            for i in range(len(_DEFAULT_STACK) - 1, -1, -1):
-                if _DEFAULT_STACK[i] is self:
-                    del _DEFAULT_STACK[i]
-                    break
+            slot = _OPEN_BLOCKS.get(self._uid)
+            if slot is not None:
+                slot[1] -= 1
+                if slot[1] <= 0:
+                    del _OPEN_BLOCKS[self._uid]
         return False
 
     # -- identity under copies -----------------------------------------------------------
     def __reduce__(self):
-        with self._lock:
-            entries = [tuple(entry) for entry in self._entries]
-        state = {"epsilon": self._epsilon, "delta": self._delta, "entries": entries}
+        # Pickling is how joblib sends an accountant to a worker process: share the
+        # ledger first, so that the worker's copy charges it.
+        self._share()
+        state = {"epsilon": self._epsilon, "delta": self._delta, "implicit": self._implicit,
+                 "path": self._store.path if isinstance(self._store, FileStore) else None,
+                 "entries": self._snapshot()}
         return _restore_accountant, (self._uid, state)
 
     def __copy__(self):
@@ -344,4 +442,97 @@ class BudgetAccountant:
         return self
 
     def __repr__(self):
+        if self._implicit:
+            return "BudgetAccountant.default()"
         return f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r})"
+
+
+class _Ambiguous:
+    """Marker: the default accountant was ambiguous when an estimator was copied."""
+
+    def __repr__(self):
+        return "<ambiguous default accountant>"
+
+    def __reduce__(self):
+        return (_ambiguous, ())
+
+
+def _ambiguous():
+    return AMBIGUOUS
+
+
+AMBIGUOUS = _Ambiguous()
+
+
+def _implicit_default():
+    with _MODULE_LOCK:
+        acc = _IMPLICIT["default"]
+        if acc is None or acc.detached:
+            acc = BudgetAccountant()
+            acc._implicit = True
+            _IMPLICIT["default"] = acc
+        return acc
+
+
+def _open_block():
+    """The single distinct accountant with a ``with`` block open in this process, AMBIGUOUS, or None."""
+    with _MODULE_LOCK:
+        open_now = [slot[0] for slot in _OPEN_BLOCKS.values()]
+    if len(open_now) == 1:
+        return open_now[0]
+    return AMBIGUOUS if open_now else None
+
+
+def capture_default(inherited=None, implicit=False):
+    """The default accountant an estimator should remember when it is cloned or pickled.
+
+    The innermost block of this context; else what the estimator already
+    remembered (``inherited``); else the one block open in the process (or the
+    AMBIGUOUS marker when several are); else, with ``implicit=True``, the
+    implicit process-wide ledger (so a worker process records its fits there).
+    """
+    blocks = _CONTEXT_BLOCKS.get()
+    if blocks:
+        return blocks[-1]
+    if inherited is not None:
+        return inherited
+    block = _open_block()
+    if block is not None:
+        return block
+    return _implicit_default() if implicit else None
+
+
+def resolve_default(inherited=None):
+    """The accountant a fit with ``accountant=None`` charges (see :meth:`BudgetAccountant.default`).
+
+    ``inherited`` is the default remembered when the estimator was cloned or
+    pickled (possibly in another process): it is used when the current context
+    has no block of its own and its ledger can be reached.
+
+    Raises
+    ------
+    AmbiguousAccountantError
+        When several blocks are open in other threads and none in this one, or
+        the estimator was copied in such a state.
+    """
+    blocks = _CONTEXT_BLOCKS.get()
+    if blocks:
+        return blocks[-1]
+    if inherited is AMBIGUOUS:
+        raise AmbiguousAccountantError(_AMBIGUOUS_MESSAGE)
+    if inherited is not None and not inherited.detached:
+        return inherited
+    # An inherited ledger that cannot be reached (its process has ended) no longer
+    # applies: this process's default does.
+    block = _open_block()
+    if block is AMBIGUOUS:
+        raise AmbiguousAccountantError(_AMBIGUOUS_MESSAGE)
+    if block is not None:
+        return block
+    return _implicit_default()
+
+
+_AMBIGUOUS_MESSAGE = (
+    "Several `with BudgetAccountant(...)` blocks are open in other threads and this thread has none, so "
+    "the ledger to charge is ambiguous. Nothing was read from the data. Pass accountant= to the "
+    "estimator, or open a block in this thread.")

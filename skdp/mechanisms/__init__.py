@@ -23,6 +23,7 @@ from .scaling import (
     robust_scaling_event,
 )
 from .sparse_vector import SparseVector, sparse_vector_event
+from .spectral import MAX_GRAM_SIZE, private_top_eigenvalue, top_eigenvalue
 from .tree import TreeAggregator, tree_depth, tree_nodes
 
 __all__ = [
@@ -39,6 +40,9 @@ __all__ = [
     "clipped_linear_gradient_sum",
     "SparseVector",
     "sparse_vector_event",
+    "top_eigenvalue",
+    "private_top_eigenvalue",
+    "MAX_GRAM_SIZE",
     "TreeAggregator",
     "tree_depth",
     "tree_nodes",

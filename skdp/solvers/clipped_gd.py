@@ -44,23 +44,12 @@ import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
 from ..losses import HuberLoss
-from ..mechanisms import private_quantile
+from ..mechanisms import MAX_GRAM_SIZE, private_quantile, private_top_eigenvalue
 from ._glm import CLIP_RANGE, SolverResult, public_derivative_bound
 
 __all__ = ["ClippedGD"]
 
 _CURVATURE_SHARE = 0.02
-
-
-def _top_eigenvalue(X):
-    """Largest eigenvalue of X^T X / n (exact, from the Gram matrix or Lanczos)."""
-    n, p = X.shape
-    if p <= 256:
-        return float(np.linalg.eigvalsh(X.T @ X / n)[-1])
-    from scipy.sparse.linalg import LinearOperator, eigsh
-
-    op = LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v) / n, dtype=float)
-    return float(eigsh(op, k=1, which="LA", tol=1e-12, return_eigenvectors=False)[0])
 
 
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
@@ -190,10 +179,9 @@ class ClippedGD:
         free = problem.free_coordinates()
         mu_curv, mu = self._mu_split(mu)
         if self.curvature_release:
-            sensitivity = problem.row_bound**2 / n
-            sigma_curv = sensitivity / mu_curv
-            lam = _top_eigenvalue(problem.X) + sigma_curv * rng.standard_normal()
-            releases.append(GaussianRelease(sensitivity, sigma_curv))
+            sigma_curv = problem.row_bound**2 / n / mu_curv
+            lam, ev = private_top_eigenvalue(problem.X, problem.row_bound, sigma_curv, random_state=rng)
+            releases.append(ev)
             # The top eigenvalue of the mean of x x^T is at least about unit^2 for data
             # whose coordinates have size unit; the floor keeps a noisy estimate from
             # giving an absurd step.

@@ -1,0 +1,249 @@
+"""Where a :class:`~skdp.BudgetAccountant` keeps its entries.
+
+An accountant is a handle; its entries live in a *store*. Two stores exist:
+
+* :class:`MemoryStore` — a list in this process (the default);
+* :class:`FileStore` — an append-only file on this machine, locked with the
+  operating system's advisory file locks, so that every process that opens it
+  (joblib's worker processes, ``multiprocessing`` children, a second Python
+  session) charges one ledger and sees the same total.
+
+An accountant starts with a memory store and moves to a file store the first
+time it is pickled (that is how joblib sends it to a worker process), so a fit
+in another process on this machine reattaches to the user's ledger and the
+budget refuses across processes exactly as in one.
+
+Every store offers the same three operations, which are all an accountant
+needs: ``snapshot()`` (the entries, in order), ``append_if(entry, accept)``
+(atomically: append ``entry`` if ``accept(entries + [entry])`` is true) and
+``replace(key, event)`` (settle a reservation by the event actually released).
+A store for several machines (for example one kept by a dask scheduler) would
+implement these three operations on a shared service; nothing else in skdp
+would change.
+"""
+
+import os
+import pickle
+import struct
+import tempfile
+import threading
+import weakref
+from dataclasses import dataclass, replace
+
+__all__ = ["Entry", "MemoryStore", "FileStore", "UnreachableStoreError"]
+
+
+class UnreachableStoreError(OSError):
+    """The file of a shared ledger no longer exists (the process that owned it has ended)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One charge on a ledger.
+
+    Attributes
+    ----------
+    key : str
+        Unique identifier (a reservation is settled by key, possibly from another process).
+    event : PrivacyEvent
+        What was (or is reserved to be) released.
+    delta : float
+        The delta at which the caller stated the event's guarantee.
+    noise_tag : tuple or None
+        The public seed material of the fit's noise (None: operating-system entropy).
+    """
+
+    key: str
+    event: object
+    delta: float
+    noise_tag: tuple = None
+
+
+class MemoryStore:
+    """Entries in a list of this process, guarded by a lock."""
+
+    shared = False
+
+    def __init__(self, entries=()):
+        self._entries = list(entries)
+        self._lock = threading.RLock()
+
+    def snapshot(self):
+        with self._lock:
+            return list(self._entries)
+
+    def append_if(self, entry, accept):
+        with self._lock:
+            if not accept(self._entries + [entry]):
+                return False
+            self._entries.append(entry)
+            return True
+
+    def replace(self, key, event):
+        with self._lock:
+            for i, entry in enumerate(self._entries):
+                if entry.key == key:
+                    self._entries[i] = replace(entry, event=event)
+                    return
+        raise KeyError(key)
+
+
+_HEADER = struct.Struct("<Q")
+
+
+class FileStore:
+    """Entries in an append-only file, shared by every process on this machine that opens it.
+
+    Records are length-prefixed pickles of ``("add", Entry)`` or
+    ``("set", key, event)``. Every operation takes an exclusive lock on the file
+    (``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows) and a lock of this
+    process (file locks do not exclude threads that share a descriptor), reads
+    the records appended since its last visit, and appends its own.
+
+    The file holds privacy events only (sensitivities, noise scales), never data.
+    """
+
+    shared = True
+
+    def __init__(self, path, owner=False):
+        self.path = os.fspath(path)
+        self._entries = []
+        self._offset = 0
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
+        if owner:
+            # The process that created the file removes it when the accountant is
+            # collected or the interpreter exits.
+            weakref.finalize(self, _remove_quietly, self.path)
+
+    @classmethod
+    def create(cls, entries=()):
+        """A new store in a private temporary folder, holding ``entries``."""
+        folder = tempfile.mkdtemp(prefix="skdp-ledger-")  # mode 0700
+        path = os.path.join(folder, "ledger.bin")
+        with open(path, "xb") as fh:
+            for entry in entries:
+                fh.write(_record(("add", entry)))
+        store = cls(path, owner=True)
+        store._folder = folder
+        return store
+
+    def reachable(self):
+        return os.path.exists(self.path)
+
+    # -- locking and reading ------------------------------------------------------------------
+    def _open(self):
+        try:
+            return open(self.path, "r+b")
+        except FileNotFoundError:
+            raise UnreachableStoreError(
+                f"The shared ledger file {self.path!r} no longer exists: the process that owned "
+                "this accountant has ended.") from None
+
+    def _locked(self, fn):
+        if self._pid != os.getpid():  # a forked child: fresh thread lock, same file
+            self._lock = threading.RLock()
+            self._pid = os.getpid()
+        with self._lock:
+            with self._open() as fh:
+                _lock_file(fh)
+                try:
+                    self._read_new(fh)
+                    return fn(fh)
+                finally:
+                    _unlock_file(fh)
+
+    def _read_new(self, fh):
+        fh.seek(self._offset)
+        data = fh.read()
+        pos = 0
+        while pos + _HEADER.size <= len(data):
+            (length,) = _HEADER.unpack_from(data, pos)
+            end = pos + _HEADER.size + length
+            if end > len(data):
+                break  # a record still being written by a process that crashed: ignore its tail
+            self._apply(pickle.loads(data[pos + _HEADER.size:end]))
+            pos = end
+        self._offset += pos
+
+    def _apply(self, record):
+        if record[0] == "add":
+            self._entries.append(record[1])
+        else:
+            _, key, event = record
+            for i, entry in enumerate(self._entries):
+                if entry.key == key:
+                    self._entries[i] = replace(entry, event=event)
+                    break
+
+    def _write(self, fh, record):
+        fh.seek(0, os.SEEK_END)
+        blob = _record(record)
+        fh.write(blob)
+        fh.flush()  # visible to other processes through the page cache; durability is not needed
+        # This process has already applied the record; skip it on the next read.
+        self._offset = fh.tell()
+
+    # -- the store interface --------------------------------------------------------------------
+    def snapshot(self):
+        return self._locked(lambda fh: list(self._entries))
+
+    def append_if(self, entry, accept):
+        def op(fh):
+            if not accept(self._entries + [entry]):
+                return False
+            self._write(fh, ("add", entry))
+            self._entries.append(entry)
+            return True
+
+        return self._locked(op)
+
+    def replace(self, key, event):
+        def op(fh):
+            for i, entry in enumerate(self._entries):
+                if entry.key == key:
+                    self._write(fh, ("set", key, event))
+                    self._entries[i] = replace(entry, event=event)
+                    return
+            raise KeyError(key)
+
+        return self._locked(op)
+
+
+def _record(record):
+    blob = pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(blob)) + blob
+
+
+def _remove_quietly(path):
+    for target, remove in ((path, os.remove), (os.path.dirname(path), os.rmdir)):
+        try:
+            remove(target)
+        except OSError:
+            pass
+
+
+try:  # POSIX
+    import fcntl
+
+    def _lock_file(fh):
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+
+    def _unlock_file(fh):
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+except ImportError:  # pragma: no cover - Windows
+    import msvcrt
+
+    def _lock_file(fh):
+        fh.seek(0)
+        while True:
+            try:
+                msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
+                return
+            except OSError:  # LK_LOCK gives up after 10 s; keep waiting
+                continue
+
+    def _unlock_file(fh):
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_UNLCK, 1)
