@@ -1,7 +1,7 @@
 """skdp: scikit-learn estimators that learn with differential privacy."""
 
 from .accounting import BudgetAccountant, BudgetExceededError, LowBudgetWarning, PrivacyLeakWarning
-from .heavy_tail import DPHeavyTailRegressor
+from .linear_model import DPHeavyTailRegressor
 
 __version__ = "0.1.0.dev0"
 

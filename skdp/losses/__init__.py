@@ -12,6 +12,7 @@ HuberLoss(delta=2.0)
 """
 
 from ._base import Loss, MarginLoss, RegressionLoss
+from .callable import CallableLoss
 from .classification import LogisticLoss, ModifiedHuberLoss, SmoothedHingeLoss, SquaredHingeLoss
 from .regression import AbsoluteLoss, HuberLoss, QuantileLoss, SquaredLoss
 
@@ -59,6 +60,7 @@ __all__ = [
     "SquaredHingeLoss",
     "SmoothedHingeLoss",
     "ModifiedHuberLoss",
+    "CallableLoss",
     "LOSSES",
     "get_loss",
 ]

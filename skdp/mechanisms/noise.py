@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..accounting import ApproxDPRelease, GaussianRelease, LaplaceRelease
+from ._audit import notify
 from ._random import check_generator
 
 __all__ = [
@@ -53,6 +54,7 @@ def gaussian_mechanism(value, sensitivity, noise_std, random_state=None):
     event = GaussianRelease(sensitivity, noise_std)
     rng = check_generator(random_state)
     arr = _as_float_array(value)
+    notify("gaussian", arr, event)
     noisy = arr + event.noise_std * rng.standard_normal(arr.shape) if event.noise_std > 0 else arr
     return (float(noisy) if noisy.ndim == 0 else noisy), event
 
@@ -84,6 +86,7 @@ def laplace_mechanism(value, sensitivity, scale, random_state=None):
     event = LaplaceRelease(sensitivity, scale)
     rng = check_generator(random_state)
     arr = _as_float_array(value)
+    notify("laplace", arr, event)
     noisy = arr + rng.laplace(0.0, event.scale, size=arr.shape) if event.scale > 0 else arr
     return (float(noisy) if noisy.ndim == 0 else noisy), event
 

@@ -1,13 +1,13 @@
-"""Noisy clipped projected SGD with weighted averaging (paper 001, Algorithm 5; 'averaged_sgd').
+"""Noisy clipped projected SGD with weighted averaging (Lowy and Razaviyayn, Algorithm 5; 'averaged_sgd').
 
 For ``t = 0..T-1`` (``T`` disjoint batches; the paper's box loops over ``T + 1``
-batches of ``n / T`` rows, more than ``n``: erratum 5)::
+batches of ``n / T`` rows, more than ``n``, a slip of the paper)::
 
     g_t     = oracle(w_t, batch t)          # clipped mean + N(0, sigma^2 I) + ridge gradient
     w_{t+1} = Proj_W(w_t - eta_t g_t)
 
 and the output is ``sum_t zeta_t w_{t+1} / sum_t zeta_t``. Steps and weights are
-Stich's (2019, Lemma 3 with ``a = mu/2``, ``d = beta``; note section 2.6), with
+Stich's (2019, Lemma 3 with ``a = mu/2``, ``d = beta``), with
 ``kappa = beta / mu`` and ``t0 = ceil(T / 2)``: if ``T <= 2 kappa``,
 ``eta_t = 1 / beta`` and ``zeta_t = (1 - mu / (2 beta))^-(t+1)``; otherwise
 ``eta_t = 1 / beta``, ``zeta_t = 0`` for ``t < t0`` and
@@ -30,60 +30,35 @@ Without a ridge the theory schedule refuses to run (its ``T`` and guarantee need
 standardised design whose Hessian has condition number about 2; a worse
 conditioning only slows it down.
 
-Schedules (``beta = problem.uniform_smoothness()``, ``D = 2 radius``, note's
+Schedules (``beta = problem.uniform_smoothness()``, ``D = 2 radius``, the paper's
 ``epsilon = mu`` of the Gaussian budget, ``p`` coefficients):
 
 * "theory" (Theorem 30): ``T = ceil(4 kappa ln((mu_sc beta D^2 / G_k^2) (n + (mu^2 n^2 / p)^((k-1)/k))))``
-  clamped to ``[1, n]`` (the note needs ``kappa <= n / ln n``; beyond, ``T = n``
+  clamped to ``[1, n]`` (the guarantee needs ``kappa <= n / ln n``; beyond, ``T = n``
   and the guarantee is lost, never privacy); ``C = G_k (mu^2 n^2 / (p T))^(1/(2k))``.
 * "practical": ``C`` from the private quantile; with ``m = n mu / p``,
   ``T = min(2 log2(m) - 1.5, 4 sqrt(n / p))``: the first half contracts the
   initial error by about 1/2 per step (``2^-T``) while the averaged privacy
   noise grows like ``2 T / m^2``; their balance gives ``2^-T = 2 / (m^2 ln 2)``.
   The cap is the noise-free regime, where more steps only shrink the batches.
+
+References
+----------
+A. Lowy and M. Razaviyayn, "Private Stochastic Optimization With Large
+Worst-Case Lipschitz Parameter", 2022, arXiv:2209.07403 (Algorithm 5).
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._clipped_mean import OnePassSolver, sgd_practical_steps, step_constants
-from ._glm import project_ball
+from .._contract import register_solver
+from ..geometry import project_ball
+from ..schedules import sgd_practical_steps, stich_schedule
+from ._one_pass import OnePassSolver, step_constants
 
-__all__ = ["AveragedSGD", "averaged_sgd", "stich_schedule"]
-
-
-def stich_schedule(n_steps, beta, mu):
-    """Steps ``eta_t`` and averaging weights ``zeta_t`` of Stich (2019, Lemma 3), ``t = 0..T-1``.
-
-    Parameters
-    ----------
-    n_steps : int
-        ``T``.
-    beta, mu : float
-        Smoothness and strong convexity (``0 < mu <= beta``).
-
-    Returns
-    -------
-    steps, weights : ndarray of shape (T,)
-        All steps are at most ``1 / beta``; weights are zero in the first half
-        when ``T > 2 kappa``.
-    """
-    T = int(n_steps)
-    if not 0.0 < mu <= beta:
-        raise ValueError(f"Stich's schedule needs 0 < mu <= beta; got mu={mu!r}, beta={beta!r}.")
-    kappa = beta / mu
-    t = np.arange(T, dtype=float)
-    if T <= 2.0 * kappa:
-        # The weights grow geometrically; their exponent stays below ~1 since
-        # T mu / (2 beta) <= 1, so nothing overflows.
-        return np.full(T, 1.0 / beta), (1.0 - mu / (2.0 * beta)) ** -(t + 1.0)
-    t0 = math.ceil(T / 2)
-    late = t >= t0
-    shift = 4.0 * kappa + t - t0
-    steps = np.where(late, 4.0 / (mu * np.where(late, shift, 1.0)), 1.0 / beta)
-    weights = np.where(late, shift**2, 0.0)
-    return steps, weights
+__all__ = ["AveragedSGD", "averaged_sgd"]
 
 
 def averaged_sgd(oracle, w0, steps, weights, project):
@@ -110,22 +85,22 @@ def averaged_sgd(oracle, w0, steps, weights, project):
     return total / weight
 
 
+@register_solver
+@dataclass(frozen=True)
 class AveragedSGD(OnePassSolver):
-    """Algorithm 5 of paper 001: projected clipped SGD with Stich's weighted averaging.
+    """Algorithm 5 of Lowy and Razaviyayn: projected clipped SGD with Stich's weighted averaging.
 
     Parameters
     ----------
     schedule : {"practical", "theory"}
-    moment_order, moment_bound, second_moment_bound : public moment bounds
-        ``k``, ``G_k`` and ``G_2`` (theory schedule).
+    moments : MomentBounds
+        Public moment bounds ``k``, ``G_k`` and ``G_2`` (theory schedule).
     clip : float or None
         Public clip threshold (skips the private quantile).
     n_steps : int or None
         Number of batches ``T`` (None: from the schedule).
     clip_quantile : float
         Level of the private clip quantile (practical schedule).
-    n_coef : int or None
-        Number of coefficients, if known before the data.
 
     Notes
     -----
@@ -133,7 +108,7 @@ class AveragedSGD(OnePassSolver):
     """
 
     name = "averaged_sgd"
-    supports_l1 = False
+    theory_needs_ridge = True
 
     def practical_steps(self, n, p, mu):
         return sgd_practical_steps(n, p, mu)
@@ -144,7 +119,7 @@ class AveragedSGD(OnePassSolver):
         if self.n_steps is not None or self.schedule == "practical":
             T = self.planned_steps(n, p, mu)
         else:
-            k, Gk, _ = self._moments()
+            k, Gk = self.moments.k, self.moments.G
             D = 2.0 * problem.radius
             kappa = beta / mu_sc
             private = (mu * mu * n * n / p) ** ((k - 1.0) / k)
@@ -155,7 +130,7 @@ class AveragedSGD(OnePassSolver):
             if self.clip is not None:
                 clip = float(self.clip)
             else:
-                k, Gk, _ = self._moments()
+                k, Gk = self.moments.k, self.moments.G
                 clip = Gk * (mu * mu * n * n / (p * T)) ** (1.0 / (2.0 * k))
         return {"n_steps": T, "clip": clip, "beta": beta, "mu_sc": mu_sc}
 

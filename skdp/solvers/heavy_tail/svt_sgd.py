@@ -28,9 +28,19 @@ has been reviewed; until then ``algorithm="svt_sgd"`` refuses to fit, before
 any budget is spent. The last implementation is in the project's history.
 For smooth losses use "one_pass_glm" (one pass, always clipped, non-expansive
 steps for linear models) or the default "clipped_gd".
+
+References
+----------
+H. Asi, D. Liu and K. Tian, "Private Stochastic Convex Optimization with Heavy
+Tails: Near-Optimality from Simple Reductions", 2024, arXiv:2406.02789
+(Algorithm 7, Lemma 11).
 """
 
-__all__ = ["SVT_SGD_DISABLED", "check_svt_sgd_available"]
+from dataclasses import dataclass
+
+from .._contract import Capabilities, Solver, register_solver
+
+__all__ = ["SVTSGD", "SVT_SGD_DISABLED"]
 
 SVT_SGD_DISABLED = (
     "algorithm='svt_sgd' is disabled: its privacy proof does not hold. When the changed row's "
@@ -42,6 +52,12 @@ SVT_SGD_DISABLED = (
 )
 
 
-def check_svt_sgd_available():
-    """Raise ``ValueError`` with :data:`SVT_SGD_DISABLED` (called before any budget is spent)."""
-    raise ValueError(SVT_SGD_DISABLED)
+@register_solver
+@dataclass(frozen=True)
+class SVTSGD(Solver):
+    """Algorithm 7 of Asi, Liu and Tian: refuses every problem (see the module docstring)."""
+
+    name = "svt_sgd"
+    family = "heavy_tail"
+    capabilities = Capabilities(smooth_only=True, approximate_dp=True)
+    unavailable = SVT_SGD_DISABLED

@@ -1,4 +1,4 @@
-"""DP accelerated stochastic approximation (paper 001, Algorithm 4; 'accelerated').
+"""DP accelerated stochastic approximation (Lowy and Razaviyayn, Algorithm 4; 'accelerated').
 
 AC-SA of Ghadimi and Lan driven by the clipped Gaussian mean oracle, one pass
 over ``T`` disjoint batches. With ``alpha_t = 2 / (t + 1)`` and
@@ -20,7 +20,7 @@ Privacy: each batch is released once through the oracle with
 run is mu-GDP (parallel composition), plus the clip quantile if one is taken.
 
 Schedules (``beta``: the public uniform smoothness ``problem.uniform_smoothness()``;
-``D = 2 radius``; the note's ``epsilon = sqrt(2 rho) = mu``; ``p`` coefficients):
+``D = 2 radius``; the paper's ``epsilon = sqrt(2 rho) = mu``; ``p`` coefficients):
 
 * "theory" (Theorem 29): ``T = ceil(min{(beta D / G_k)^(2k/(5k-1)) (mu n / sqrt(p))^((2k-2)/(5k-1)),
   sqrt(beta D / G_k) n^(1/4)})`` clamped to ``[1, n]``; ``C = G_k (mu n / sqrt(p T))^(1/k)``;
@@ -38,14 +38,22 @@ Schedules (``beta``: the public uniform smoothness ``problem.uniform_smoothness(
   and ``D_ref = 2 / unit`` (a typical ``||w*||`` of a standardised problem, with
   room to spare): the paper's rule, with public scales in place of the
   moment bounds.
+
+References
+----------
+A. Lowy and M. Razaviyayn, "Private Stochastic Optimization With Large
+Worst-Case Lipschitz Parameter", 2022, arXiv:2209.07403 (Algorithm 4).
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._clipped_mean import OnePassSolver, noise_std, practical_curvature
-from ._glm import project_ball
+from .._contract import register_solver
+from ..descent import noise_std
+from ..geometry import project_ball
+from ._one_pass import OnePassSolver, practical_curvature
 
 __all__ = ["Accelerated", "ac_sa"]
 
@@ -84,22 +92,22 @@ def ac_sa(oracle, w0, n_steps, eta, project):
     return w_ag
 
 
+@register_solver
+@dataclass(frozen=True)
 class Accelerated(OnePassSolver):
-    """Algorithm 4 of paper 001: one-pass AC-SA with clipped Gaussian means (see module docstring).
+    """Algorithm 4 of Lowy and Razaviyayn: one-pass AC-SA with clipped Gaussian means (see module docstring).
 
     Parameters
     ----------
     schedule : {"practical", "theory"}
-    moment_order, moment_bound, second_moment_bound : public moment bounds
-        ``k``, ``G_k`` and ``G_2`` (theory schedule).
+    moments : MomentBounds
+        Public moment bounds ``k``, ``G_k`` and ``G_2`` (theory schedule).
     clip : float or None
         Public clip threshold (skips the private quantile).
     n_steps : int or None
         Number of batches ``T`` (None: from the schedule).
     clip_quantile : float
         Level of the private clip quantile (practical schedule).
-    n_coef : int or None
-        Number of coefficients, if known before the data.
 
     Notes
     -----
@@ -108,7 +116,6 @@ class Accelerated(OnePassSolver):
     """
 
     name = "accelerated"
-    supports_l1 = False
 
     def practical_steps(self, n, p, mu):
         m = n * mu / p
@@ -122,7 +129,7 @@ class Accelerated(OnePassSolver):
             return {"n_steps": T, "clip": clip}
         beta = problem.uniform_smoothness()
         D = 2.0 * problem.radius
-        k, Gk, _ = self._moments()
+        k, Gk = self.moments.k, self.moments.G
         ratio = beta * D / Gk
         T = min(ratio ** (2 * k / (5 * k - 1)) * (mu * n / math.sqrt(p)) ** ((2 * k - 2) / (5 * k - 1)),
                 math.sqrt(ratio) * n**0.25)
@@ -132,7 +139,7 @@ class Accelerated(OnePassSolver):
     def _theory_clip(self, n, p, mu, T):
         if self.clip is not None:
             return float(self.clip)
-        k, Gk, _ = self._moments()
+        k, Gk = self.moments.k, self.moments.G
         return Gk * (mu * n / math.sqrt(p * T)) ** (1.0 / k)
 
     def _eta(self, problem, T, C, mu):
@@ -142,7 +149,7 @@ class Accelerated(OnePassSolver):
         finite = math.isfinite(C)
         sigma = noise_std(2.0 * C / s, mu) if finite else 0.0
         if self.schedule == "theory":
-            k, Gk, G2 = self._moments()
+            k, Gk, G2 = self.moments.k, self.moments.G, self.moments.second
             beta = problem.uniform_smoothness()
             D = 2.0 * problem.radius
             B = Gk**k / ((k - 1.0) * C ** (k - 1.0)) if finite else 0.0

@@ -1,4 +1,4 @@
-"""Noisy clipped proximal SGD (paper 001, Algorithm 6; 'proximal_sgd').
+"""Noisy clipped proximal SGD (Lowy and Razaviyayn, Algorithm 6; 'proximal_sgd').
 
 For ``t = 0..T-1`` over ``T`` disjoint batches::
 
@@ -14,10 +14,10 @@ beta-smooth, ``eta = 1 / (2 beta)``): ``E F(w_T) - F* <= (1 - mu / (2 beta))^T D
 Privacy: one mu-GDP release per disjoint batch (parallel composition), plus the
 clip quantile if one is taken; the prox is post-processing.
 
-Schedules (``beta = problem.uniform_smoothness()``, note's ``epsilon = mu``):
+Schedules (``beta = problem.uniform_smoothness()``, the paper's ``epsilon = mu``):
 
 * "theory" (Theorem 35): constant step ``1 / (2 beta)``; ``T = 2 ceil(kappa ln n)``
-  (the note's non-circular form), clamped to ``[1, n]``;
+  (a non-circular form of the paper's rule), clamped to ``[1, n]``;
   ``C = G_k (mu^2 n^2 / (p T^2))^(1/(2k))``. ``kappa = beta / mu_sc`` with the
   strong-convexity constant of :func:`~skdp.solvers._clipped_mean.theory_strong_convexity`
   (the ridge; an L1 penalty alone makes a Lasso PPL with a data-dependent
@@ -29,14 +29,21 @@ Schedules (``beta = problem.uniform_smoothness()``, note's ``epsilon = mu``):
   ``Sigma^2 / mu``), and decreasing steps average the noise out along the run.
   ``T = min(2 log2(m) - 1.5, 4 sqrt(n / p))`` with ``m = n mu / p``, as for
   'averaged_sgd'.
+
+References
+----------
+A. Lowy and M. Razaviyayn, "Private Stochastic Optimization With Large
+Worst-Case Lipschitz Parameter", 2022, arXiv:2209.07403 (Algorithm 6).
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from ._clipped_mean import OnePassSolver, _clamp_steps, sgd_practical_steps, step_constants
-from .averaged_sgd import stich_schedule
+from .._contract import Capabilities, register_solver
+from ..schedules import clamp_steps, sgd_practical_steps, stich_schedule
+from ._one_pass import OnePassSolver, step_constants
 
 __all__ = ["ProximalSGD", "proximal_sgd"]
 
@@ -60,22 +67,22 @@ def proximal_sgd(oracle, w0, steps, prox):
     return w
 
 
+@register_solver
+@dataclass(frozen=True)
 class ProximalSGD(OnePassSolver):
-    """Algorithm 6 of paper 001: one-pass proximal SGD with clipped Gaussian means.
+    """Algorithm 6 of Lowy and Razaviyayn: one-pass proximal SGD with clipped Gaussian means.
 
     Parameters
     ----------
     schedule : {"practical", "theory"}
-    moment_order, moment_bound, second_moment_bound : public moment bounds
-        ``k``, ``G_k`` and ``G_2`` (theory schedule).
+    moments : MomentBounds
+        Public moment bounds ``k``, ``G_k`` and ``G_2`` (theory schedule).
     clip : float or None
         Public clip threshold (skips the private quantile).
     n_steps : int or None
         Number of batches ``T`` (None: from the schedule).
     clip_quantile : float
         Level of the private clip quantile (practical schedule).
-    n_coef : int or None
-        Number of coefficients, if known before the data.
 
     Notes
     -----
@@ -84,7 +91,8 @@ class ProximalSGD(OnePassSolver):
     """
 
     name = "proximal_sgd"
-    supports_l1 = True
+    capabilities = Capabilities(l1=True, smooth_only=True, public_clip=True)
+    theory_needs_ridge = True
 
     def practical_steps(self, n, p, mu):
         return sgd_practical_steps(n, p, mu)
@@ -95,13 +103,13 @@ class ProximalSGD(OnePassSolver):
         if self.n_steps is not None or self.schedule == "practical":
             T = self.planned_steps(n, p, mu)
         else:
-            T = _clamp_steps(2.0 * beta / mu_sc * math.log(n), n)  # inf (underflowed mu) -> n
+            T = clamp_steps(2.0 * beta / mu_sc * math.log(n), n)  # inf (underflowed mu) -> n
         clip = None
         if self.schedule == "theory":
             if self.clip is not None:
                 clip = float(self.clip)
             else:
-                k, Gk, _ = self._moments()
+                k, Gk = self.moments.k, self.moments.G
                 clip = Gk * (mu * mu * n * n / (p * T * T)) ** (1.0 / (2.0 * k))
         return {"n_steps": T, "clip": clip, "beta": beta, "mu_sc": mu_sc}
 

@@ -39,19 +39,21 @@ never changes the gradient (clipping would change the estimated quantile).
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
-from ..losses import HuberLoss
-from ..mechanisms import MAX_GRAM_SIZE, private_quantile, private_top_eigenvalue
-from ._glm import CLIP_RANGE, SolverResult, public_derivative_bound
+from ...accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
+from ...losses import HuberLoss
+from ...mechanisms import MAX_GRAM_SIZE, private_quantile, private_top_eigenvalue
+from .._contract import Capabilities, Solver, SolverResult, register_solver
+from ..clip_threshold import private_clip, public_derivative_bound
+from ..descent import noisy_clipped_gradient
+from ..schedules import decaying_steps
 
-__all__ = ["ClippedGD"]
+__all__ = ["ClippedGD", "averaged_noise_sd"]
 
 _CURVATURE_SHARE = 0.02
-
-
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
 _NOISE_FLOOR_Z = 3.0
 
@@ -79,7 +81,9 @@ def averaged_noise_sd(etas, sigma, curvature, start):
     return float(np.linalg.norm(total / max(count, 1)))
 
 
-class ClippedGD:
+@register_solver
+@dataclass(frozen=True)
+class ClippedGD(Solver):
     """Full-batch clipped DP gradient descent (the library's practical default).
 
     Parameters
@@ -108,27 +112,36 @@ class ClippedGD:
         Add the privacy-driven ridge described above.
     curvature_release : bool
         Set the step from a private estimate of the curvature (else from the
-        public bound ``2 p / row_bound^2``).
+        public bound ``2 p / row_bound^2``). Problems with more than
+        :data:`skdp.mechanisms.MAX_GRAM_SIZE` coefficients always use the bound.
     """
 
-    name = "clipped_gd"
-    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
-    supports_l1 = True
+    n_steps: int = 100
+    warm_fraction: float = 0.25
+    clip: float = None
+    clip_quantile: float = 0.3
+    step_size: float = 1.0
+    step_decay: float = None
+    huber_auto: bool = False
+    averaging: bool = True
+    adaptive_clip: bool = True
+    shrinkage: bool = True
+    curvature_release: bool = True
 
-    def __init__(self, n_steps=100, warm_fraction=0.25, clip=None, clip_quantile=0.3, step_size=1.0,
-                 step_decay=None, huber_auto=False, averaging=True, adaptive_clip=True, shrinkage=True,
-                 curvature_release=True):
-        self.n_steps = int(n_steps)
-        self.warm_fraction = float(warm_fraction)
-        self.clip = clip
-        self.clip_quantile = float(clip_quantile)
-        self.step_size = float(step_size)
-        self.step_decay = step_decay
-        self.huber_auto = bool(huber_auto)
-        self.averaging = bool(averaging)
-        self.adaptive_clip = bool(adaptive_clip)
-        self.shrinkage = bool(shrinkage)
-        self.curvature_release = bool(curvature_release)
+    name = "clipped_gd"
+    family = "heavy_tail"
+    capabilities = Capabilities(l1=True, public_clip=True)
+
+    @classmethod
+    def from_options(cls, options):
+        return cls(n_steps=options.max_iter or 100, huber_auto=options.huber_auto)
+
+    def with_fewer_quantiles(self):
+        # One clip threshold instead of two.
+        return self.replace(adaptive_clip=False) if self.adaptive_clip else self
+
+    def with_public_clip(self, clip):
+        return self.replace(clip=float(clip), adaptive_clip=False)
 
     # -- planning (public) -----------------------------------------------------------
     def _stages(self):
@@ -137,39 +150,43 @@ class ClippedGD:
         warm = max(1, int(round(self.n_steps * self.warm_fraction)))
         return [warm, max(1, self.n_steps - warm)]
 
-    def n_quantiles(self, loss):
-        if self.clip is not None or public_derivative_bound(loss) is not None:
-            clips = 0
-        else:
-            clips = len(self._stages())
-        return clips + int(self._tunes_huber(loss))
+    def _releases_curvature(self, n_coef):
+        # The curvature release forms the p x p Gram matrix (a public rule on p).
+        return self.curvature_release and n_coef <= MAX_GRAM_SIZE
+
+    def _quantile_clip(self, loss):
+        return self.clip is None and public_derivative_bound(loss) is None
+
+    def n_quantiles(self, spec):
+        clips = len(self._stages()) if self._quantile_clip(spec.loss) else 0
+        return clips + int(self._tunes_huber(spec.loss))
 
     def _tunes_huber(self, loss):
         # The Huber threshold is re-estimated at the warm-up iterate, so only a
         # run with a warm-up stage releases (and pays for) it.
         return self.huber_auto and isinstance(loss, HuberLoss) and len(self._stages()) > 1
 
-    def _mu_split(self, mu):
+    def _mu_split(self, mu, n_coef):
         """(mu of the curvature release, mu of the gradient steps): squares add to mu^2."""
-        if not self.curvature_release:
+        if not self._releases_curvature(n_coef):
             return 0.0, mu
         return math.sqrt(_CURVATURE_SHARE) * mu, math.sqrt(1.0 - _CURVATURE_SHARE) * mu
 
-    def event(self, loss, mu, eps_q, n_samples=None):
-        """The event of a run with total Gaussian budget ``mu`` (exactly mu-GDP)."""
+    def plan(self, spec, budget):
+        """The event of a run with total Gaussian budget ``mu`` (exactly mu-GDP) and its quantiles."""
         T = sum(self._stages())
-        mu_curv, mu_steps = self._mu_split(mu)
+        mu_curv, mu_steps = self._mu_split(budget.mu, spec.n_coef)
         parts = [Repeated(GaussianRelease(1.0, math.sqrt(T) / mu_steps), T)]
-        if self.curvature_release:
+        if self._releases_curvature(spec.n_coef):
             parts.append(GaussianRelease(1.0, 1.0 / mu_curv))
-        k = self.n_quantiles(loss)
+        k = self.n_quantiles(spec)
         if k:
-            parts.append(Repeated(ExponentialMechanismRelease(eps_q), k))
+            parts.append(Repeated(ExponentialMechanismRelease(budget.quantile_epsilon), k))
         return Sequential(parts)
 
     # -- solving ------------------------------------------------------------------------
-    def solve(self, problem, mu, eps_q, random_state):
-        rng = random_state
+    def run(self, spec, problem, budget, rng):
+        eps_q = budget.quantile_epsilon
         n, p = problem.X.shape
         stages = self._stages()
         T = sum(stages)
@@ -177,8 +194,8 @@ class ClippedGD:
         releases = []
         public_bound = public_derivative_bound(loss)
         free = problem.free_coordinates()
-        mu_curv, mu = self._mu_split(mu)
-        if self.curvature_release:
+        mu_curv, mu = self._mu_split(budget.mu, p)
+        if self._releases_curvature(p):
             sigma_curv = problem.row_bound**2 / n / mu_curv
             lam, ev = private_top_eigenvalue(problem.X, problem.row_bound, sigma_curv, random_state=rng)
             releases.append(ev)
@@ -201,6 +218,8 @@ class ClippedGD:
         point_sum = np.zeros(p)
         grad_sum = np.zeros(p)
         noise_floor = 0.0
+        sigma = 0.0
+        last_etas = []
         for s, steps in enumerate(stages):
             if s == 1 and self._tunes_huber(loss):
                 r = np.abs(problem.X @ w - problem.y)
@@ -208,16 +227,13 @@ class ClippedGD:
                 releases.append(ev)
                 loss = HuberLoss(1.345 * 1.4826 * med)
                 problem = problem.with_loss(loss)
-            quantile_clip = self.clip is None and public_bound is None
+            quantile_clip = self._quantile_clip(loss)
             if self.clip is not None:
                 C = float(self.clip)
             elif public_bound is not None:
                 C = public_bound * problem.row_bound
             else:
-                g_norms = np.abs(problem.derivatives(w)) * problem.norms
-                bounds = (CLIP_RANGE[0] * problem.row_bound, CLIP_RANGE[1] * problem.row_bound)
-                C, ev = private_quantile(g_norms, self.clip_quantile, eps_q, bounds, scale="log",
-                                         random_state=rng)
+                C, ev = private_clip(problem, self.clip_quantile, eps_q, rng, w=w)
                 releases.append(ev)
             clips.append(C)
             shrink = 8.0 * p * (C / (n * mu)) ** 2 if self.shrinkage else 0.0
@@ -230,13 +246,10 @@ class ClippedGD:
             penalty = pen_scale * problem.penalty + shrink * free
             sigma = math.sqrt(T) * (2.0 * C / n) / mu
             releases.append(Repeated(GaussianRelease(2.0 * C / n, sigma), steps))
-            last_etas = []
-            for t in range(steps):
-                grad = problem.clipped_gradient_sum(w, C) / n
-                grad = grad + sigma * rng.standard_normal(p) + penalty * w
-                tau = self.step_decay if self.step_decay is not None else max(1.0, steps / 4.0)
-                eta = eta0 * min(1.0, tau / (t + 1))
-                last_etas.append(eta)
+            last_etas = decaying_steps(eta0, steps, self.step_decay)
+            for t, eta in enumerate(last_etas):
+                grad, _ = noisy_clipped_gradient(problem, w, C, sigma, rng)
+                grad = grad + penalty * w
                 in_window = s == len(stages) - 1 and t >= steps // 2
                 if in_window and l1:
                     point_sum += w
@@ -255,12 +268,11 @@ class ClippedGD:
             coef = problem.prox(point_sum / count - eta0 * grad_sum / count, eta0 * pen_scale)
             # Coordinates within a few noise standard deviations of zero are zeroed:
             # there the privacy noise alone would make a zero coefficient nonzero.
-            noise_sd = averaged_noise_sd(last_etas, sigma, pen_scale * problem.unit**2, steps // 2)
+            noise_sd = averaged_noise_sd(last_etas, sigma, pen_scale * problem.unit**2, stages[-1] // 2)
             coef[(np.abs(coef) <= _NOISE_FLOOR_Z * noise_sd) & (free > 0)] = 0.0
             noise_floor = _NOISE_FLOOR_Z * noise_sd
         schedule = {"algorithm": self.name, "n_steps": T, "stages": stages, "clip_thresholds": clips,
-                    "step_size": eta0,
-                    "grad_evals": T * n, "privacy_ridge": shrinks}
+                    "step_size": eta0, "grad_evals": T * n, "privacy_ridge": shrinks}
         if l1:
             schedule["noise_floor"] = noise_floor
         if isinstance(loss, HuberLoss):

@@ -1,8 +1,8 @@
 """Localized noisy clipped subgradient method (Lowy and Razaviyayn, Algorithms 2 and 3).
 
-'localized_subgradient' is the non-smooth DP-SCO method of paper 001:
+'localized_subgradient' is the non-smooth DP-SCO method of Lowy and Razaviyayn:
 
-* Algorithm 2 (:func:`noisy_clipped_subgradient`): full-batch steps on one
+* Algorithm 2 (:func:`~skdp.solvers.descent.noisy_clipped_descent`): full-batch steps on one
   batch of ``m`` rows; every step releases the mean of the per-sample loss
   gradients, each clipped to norm ``C``, plus Gaussian noise, then moves along
   it plus the regulariser ``lambda (w - w_anchor)`` and the ridge gradient
@@ -12,7 +12,7 @@
   from a data-independent permutation, steps ``eta_i = eta / 4^i``,
   regularisation ``lambda_i = 1 / (eta_i n_i^p)`` with ``p = 1`` towards the
   previous phase's output, over ``Ball(0, R) ∩ Ball(w_{i-1}, D_i)``;
-* the strongly convex wrapper (paper 001, section 2.4, an FKT-style restart):
+* the strongly convex wrapper (their section 2.4, an FKT-style restart):
   Algorithm 3 runs ``M = ceil(log2 log2 n)`` times on disjoint chunks of
   doubling sizes, each call starting from the previous output, inside the
   distance bound ``D_j = sqrt(2 Delta_j / mu_sc)`` of the recursion of section
@@ -44,13 +44,12 @@ localisation never excludes the point the phase is trying to reach.
 
 Schedules.
 
-``"theory"``: the paper's formulas with the moment convention of paper 001
-section 7.3: the user's ``(k, G_k)`` means ``E sup ||grad||^k <= G_k^k`` and
+``"theory"``: the paper's formulas with this moment convention: the user's ``(k, G_k)`` means ``E sup ||grad||^k <= G_k^k`` and
 Algorithm 3 uses internal order ``k' = k / 2`` with ``r~_{2k'} = G_k`` (so
 ``k >= 4``). Batches ``2^(l-1), ..., 1`` after discarding rows down to
 ``n = 2^l``, ``T_i = ceil(n_i ln n)``,
 ``C_i = G_k (eps n_i / sqrt(d ln n))^(1/k')`` with ``eps = sqrt(2 rho) = mu``,
-the simplified step of paper 001, section 2.3 with ``D = 2 R`` (or the wrapper's
+the paper's simplified step (its section 2.3) with ``D = 2 R`` (or the wrapper's
 ``2 D_j``), the paper's explicit steps and the last iterate of the last phase.
 It costs about ``n^2 ln n / 3`` gradient evaluations.
 
@@ -106,18 +105,28 @@ constants to the phase-1 "time" ``eta_1 T_1`` instead of to ``n_1``:
   back from, the first chunks are merged into the next until the first has the
   public noise level ``2 sqrt(p) / (N_1 / 2 mu) <= 0.01`` (possibly down to a
   single chunk: Algorithm 3 itself).
+
+References
+----------
+A. Lowy and M. Razaviyayn, "Private Stochastic Optimization With Large
+Worst-Case Lipschitz Parameter", 2022, arXiv:2209.07403 (Algorithms 2 and 3,
+section 2.4).
 """
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
-from ..mechanisms import private_quantile
-from ._glm import CLIP_RANGE, SolverResult, project_ball, project_two_balls, public_derivative_bound
+from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
+from .._contract import Capabilities, Solver, SolverResult, register_solver
+from ..clip_threshold import private_clip, public_derivative_bound
+from ..descent import noisy_clipped_descent
+from ..geometry import project_balls
+from ..moments import MomentBounds
 
-__all__ = ["LocalizedSubgradient", "noisy_clipped_subgradient", "project_balls"]
+__all__ = ["LocalizedSubgradient"]
 
 _PRACTICAL_STEPS = 200
 _PRACTICAL_MAX_PHASES = 6
@@ -131,125 +140,10 @@ _EXPENSIVE = 1e8
 _NO_CLIP = 1e150
 
 
-def project_balls(v, balls):
-    """Exact Euclidean projection onto an intersection of balls (assumed non-empty).
-
-    Parameters
-    ----------
-    v : ndarray of shape (p,)
-    balls : sequence of (center, radius)
-        ``center`` None means the origin; infinite radii are ignored.
-
-    Returns
-    -------
-    ndarray of shape (p,)
-
-    Notes
-    -----
-    If the projection onto a superset of the intersection (one ball, or the
-    intersection of two) lies in every ball, it is the projection onto the
-    intersection. Those candidates are exact (:func:`project_two_balls`); only
-    when three constraints are active at once does the function fall back to
-    Dykstra's algorithm, which converges to the projection.
-    """
-    balls = [(np.zeros_like(v) if c is None else np.asarray(c, dtype=float), float(r))
-             for c, r in balls if math.isfinite(r)]
-
-    def feasible(x):
-        return all(np.linalg.norm(x - c) <= r * (1 + 1e-9) + 1e-12 for c, r in balls)
-
-    if feasible(v):
-        return v
-    for c, r in balls:
-        x = project_ball(v, r, c)
-        if feasible(x):
-            return x
-    for a in range(len(balls)):
-        for b in range(a + 1, len(balls)):
-            (c1, r1), (c2, r2) = balls[a], balls[b]
-            x = c1 + project_two_balls(v - c1, r1, c2 - c1, r2)
-            if feasible(x):
-                return x
-    x = v.copy()
-    corrections = [np.zeros_like(v) for _ in balls]
-    for _ in range(10000):
-        x_old = x
-        for j, (c, r) in enumerate(balls):
-            y = project_ball(x + corrections[j], r, c)
-            corrections[j] = x + corrections[j] - y
-            x = y
-        if np.linalg.norm(x - x_old) <= 1e-12 * (1.0 + np.linalg.norm(x)):
-            break
-    return x
-
-
-def noisy_clipped_subgradient(problem, anchor, lam, eta, clip, n_steps, noise_std, rng, balls=(),
-                              proximal=False, average=False, recorder=None, name="phase"):
-    """Algorithm 2 of paper 001 on all rows of ``problem``.
-
-    Minimises ``mean_rows f_C + (lam / 2) ||w - anchor||^2 + 0.5 w^T diag(penalty) w``
-    over the intersection of ``balls``, where ``f_C`` is the loss whose per-sample
-    gradients are clipped to norm ``clip``, starting at ``anchor``.
-
-    Parameters
-    ----------
-    problem : GLMProblem
-        The batch (every row is used at every step).
-    anchor : ndarray of shape (p,)
-        Start point and centre of the regulariser.
-    lam, eta : float
-        Regularisation and step size.
-    clip : float
-        Per-sample clip threshold ``C``.
-    n_steps : int
-        Number of noisy steps ``T``.
-    noise_std : float
-        Standard deviation of the Gaussian noise added to every clipped mean
-        (``sqrt(T) 2 C / (m mu)`` makes the batch mu-GDP).
-    rng : Generator
-    balls : sequence of (center, radius)
-        The domain (see :func:`project_balls`).
-    proximal : bool
-        Apply the regulariser by its exact proximal step (stable for every
-        ``eta lam``) instead of the paper's explicit step.
-    average : bool
-        Return the average of the last half of the iterates instead of the last.
-    recorder : callable or None
-        Called as ``recorder(name, clipped_mean, sensitivity)`` before the noise
-        is added (tests).
-    name : str
-
-    Returns
-    -------
-    w : ndarray of shape (p,)
-    event : PrivacyEvent
-        ``T`` Gaussian releases of sensitivity ``2 C / m``.
-    """
-    m = problem.n_samples
-    p = problem.n_coef
-    sensitivity = 2.0 * clip / m
-    w = anchor.copy()
-    total = np.zeros(p)
-    count = 0
-    for t in range(n_steps):
-        g = problem.clipped_gradient_sum(w, clip) / m
-        if recorder is not None:
-            recorder(f"{name}/step{t}", g, sensitivity)
-        g = g + noise_std * rng.standard_normal(p) + problem.penalty * w
-        if proximal:
-            z = (w - eta * g + (eta * lam) * anchor) / (1.0 + eta * lam)
-        else:
-            z = w - eta * (g + lam * (w - anchor))
-        w = project_balls(z, balls)
-        if t >= n_steps // 2:
-            total += w
-            count += 1
-    out = total / count if (average and count) else w
-    return out, Repeated(GaussianRelease(sensitivity, noise_std), n_steps)
-
-
-class LocalizedSubgradient:
-    """Localized noisy clipped subgradient method of paper 001 (see module docstring).
+@register_solver
+@dataclass(frozen=True)
+class LocalizedSubgradient(Solver):
+    """Localized noisy clipped subgradient method of Lowy and Razaviyayn (see module docstring).
 
     Parameters
     ----------
@@ -258,18 +152,14 @@ class LocalizedSubgradient:
         Cap on the total number of per-sample gradient evaluations. The steps of
         every phase are cut to a common maximum ``T*``, the largest for which the
         run fits (at least one step per phase); the noise follows the steps run.
-    moment_order, moment_bound, second_moment_bound : float
+    moments : MomentBounds
         ``k``, ``G_k`` and ``G_2`` (``E sup_W ||grad f||^k <= G_k^k``): required by the
         theory schedule (``k >= 4``), unused by the practical one.
     clip : float or None
         Public clip threshold; None uses the schedule's rule.
     strongly_convex : {"auto", True, False}
-        Run the strongly convex wrapper; "auto" runs it when ``ridge`` is True.
-    ridge : bool
-        Public flag: the problems to be solved have a positive ridge weight on
-        every non-intercept coefficient (the estimator's ``alpha > 0``). It is
-        what lets :meth:`event` know, before any data are read, whether the
-        wrapper runs.
+        Run the strongly convex wrapper; "auto" runs it when the problem has a
+        public ridge on every feature coefficient (``ProblemSpec.ridge``).
     max_steps : int or None
         Steps of phase 1 (practical; later phases get proportionally fewer, at
         least ``min_steps``) or cap on the steps of every phase (theory). None:
@@ -284,63 +174,58 @@ class LocalizedSubgradient:
         Level of the private clip quantile (practical schedule).
     min_steps : int
         Fewest steps of a practical phase.
-    n_coef : int or None
-        Number of coefficients (public). The practical wrapper's chunk rule
-        uses it; None counts 1.
     """
 
-    name = "localized_subgradient"
-    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
-    supports_l1 = False
+    schedule: str = "practical"
+    max_grad_evals: int = None
+    moments: MomentBounds = MomentBounds()
+    clip: float = None
+    strongly_convex: object = "auto"
+    max_steps: int = None
+    lipschitz_bound: float = None
+    phase_time: object = "auto"
+    regularization: float = 0.25
+    clip_quantile: float = 0.2
+    min_steps: int = 10
 
-    def __init__(self, schedule="practical", max_grad_evals=None, moment_order=4, moment_bound=None,
-                 second_moment_bound=None, clip=None, strongly_convex="auto", ridge=False, max_steps=None,
-                 lipschitz_bound=None, phase_time="auto", regularization=0.25, clip_quantile=0.2,
-                 min_steps=10, n_coef=None):
-        if schedule not in ("practical", "theory"):
-            raise ValueError(f"schedule must be 'practical' or 'theory'; got {schedule!r}.")
-        if strongly_convex not in ("auto", True, False):
-            raise ValueError(f"strongly_convex must be 'auto', True or False; got {strongly_convex!r}.")
-        self.schedule = schedule
-        self.max_grad_evals = max_grad_evals
-        self.moment_order = moment_order
-        self.moment_bound = moment_bound
-        self.second_moment_bound = second_moment_bound
-        self.clip = clip
-        self.strongly_convex = strongly_convex
-        self.ridge = bool(ridge)
-        self.max_steps = max_steps
-        self.lipschitz_bound = lipschitz_bound
-        self.phase_time = phase_time
-        self.regularization = float(regularization)
-        self.clip_quantile = float(clip_quantile)
-        self.min_steps = int(min_steps)
-        self.n_coef = None if n_coef is None else int(n_coef)
-        self.recorder = None
-        if schedule == "theory":
-            if moment_bound is None:
-                raise ValueError("schedule='theory' needs public moment bounds (moment_bound, moment_order).")
-            if not float(moment_order) >= 4:
-                raise ValueError("schedule='theory' runs Algorithm 3 with internal moment order k/2, whose "
-                                 f"guarantee needs moment_order >= 4; got {moment_order!r}.")
+    name = "localized_subgradient"
+    family = "heavy_tail"
+    capabilities = Capabilities(callable_losses=True, public_clip=True)
+
+    def __post_init__(self):
+        if self.schedule not in ("practical", "theory"):
+            raise ValueError(f"schedule must be 'practical' or 'theory'; got {self.schedule!r}.")
+        if self.strongly_convex not in ("auto", True, False):
+            raise ValueError(f"strongly_convex must be 'auto', True or False; got {self.strongly_convex!r}.")
+
+    @classmethod
+    def from_options(cls, options):
+        return cls(schedule=options.schedule, max_steps=options.max_iter,
+                   moments=MomentBounds.from_options(options))
 
     # -- planning (public inputs only) ------------------------------------------------------
-    def check_loss(self, loss):
-        """Every convex loss is accepted (per-sample gradients are clipped); nothing is refused."""
+    def check(self, spec):
+        """Every convex loss is accepted (per-sample gradients are clipped); theory needs k >= 4."""
+        super().check(spec)
+        if self.schedule == "theory":
+            # Algorithm 3 runs with internal moment order k/2, whose guarantee needs k >= 4.
+            self.moments.require(self.name, min_order=4)
 
-    def n_quantiles(self, loss):
+    def n_quantiles(self, spec):
         """Number of private quantiles: 1 for the practical clip of an unbounded derivative, else 0."""
-        if self.clip is not None or self.schedule == "theory" or public_derivative_bound(loss) is not None:
+        if (self.clip is not None or self.schedule == "theory"
+                or public_derivative_bound(spec.loss) is not None):
             return 0
         return 1
 
-    def uses_wrapper(self):
+    def uses_wrapper(self, spec):
         """Whether the strongly convex wrapper runs (a public decision)."""
-        return self.ridge if self.strongly_convex == "auto" else bool(self.strongly_convex)
+        return spec.ridge if self.strongly_convex == "auto" else bool(self.strongly_convex)
 
-    def _chunk_sizes(self, n, mu):
+    def _chunk_sizes(self, spec, mu):
         """Sizes of the wrapper's disjoint chunks (one chunk of ``n`` rows without it)."""
-        if not self.uses_wrapper() or n < 4:
+        n = spec.n_samples
+        if not self.uses_wrapper(spec) or n < 4:
             return [n]
         log_n = math.log2(n)
         M = max(1, int(math.ceil(math.log2(log_n))))
@@ -351,7 +236,7 @@ class LocalizedSubgradient:
         sizes = [n * 2 ** (j - 1) // (2**M - 1) for j in range(1, M + 1)]
         sizes[-1] += n - sum(sizes)
         sizes = [s for s in sizes if s > 0]
-        p = self.n_coef or 1
+        p = spec.n_coef
         while len(sizes) > 1 and 2.0 * math.sqrt(p) / (max(sizes[0] // 2, 1) * mu) > _WRAPPER_NOISE:
             sizes = [sizes[0] + sizes[1]] + sizes[2:]
         return sizes
@@ -380,14 +265,10 @@ class LocalizedSubgradient:
         T = int(self.max_steps if self.max_steps is not None else _PRACTICAL_STEPS)
         return max(1, min(T, self.min_steps), int(round(T * n_i / n_1)))
 
-    def plan(self, n_samples, mu):
-        """The public layout for ``n_samples`` rows at budget ``mu`` (the practical wrapper merges by mu).
-
-        Returns a list of chunks, each a list of ``(batch_size, steps)`` phases.
-        """
-        n = int(n_samples)
+    def layout(self, spec, mu):
+        """The public layout at budget ``mu``: a list of chunks, each a list of ``(batch_size, steps)``."""
         chunks = []
-        for m in self._chunk_sizes(n, mu):
+        for m in self._chunk_sizes(spec, mu):
             sizes = self._phase_sizes(m)
             chunks.append([(n_i, self._raw_steps(n_i, m, sizes[0])) for n_i in sizes])
         if self.max_grad_evals is not None:
@@ -408,20 +289,21 @@ class LocalizedSubgradient:
                 chunks = [[(n_i, min(T, lo)) for n_i, T in chunk] for chunk in chunks]
         return chunks
 
-    def event(self, loss, mu, eps_q, n_samples):
+    def plan(self, spec, budget):
         """The exact event of a run: a private quantile (if any), then every disjoint batch mu-GDP."""
-        parts = [ExponentialMechanismRelease(eps_q)] if self.n_quantiles(loss) else []
+        mu = budget.mu
+        parts = [ExponentialMechanismRelease(budget.quantile_epsilon)] if self.n_quantiles(spec) else []
         blocks = [Repeated(GaussianRelease(1.0, math.sqrt(T) / mu), T)
-                  for chunk in self.plan(n_samples, mu) for _, T in chunk]
+                  for chunk in self.layout(spec, mu) for _, T in chunk]
         return Sequential(parts + [Parallel(blocks)])
 
     # -- solving -------------------------------------------------------------------------
     def _theory_constants(self, m, p, mu, diameter):
         """Clip rule and base step of the theory schedule for one call of Algorithm 3 on ``m`` rows."""
-        k = float(self.moment_order) / 2.0  # internal order k' = k / 2, with r~_{2k'} = G_k
-        G = float(self.moment_bound)
-        r = float(self.second_moment_bound if self.second_moment_bound is not None else G)
-        # Without a public L_f the 1/L_f terms are dropped (paper 001 notes, pitfall 8).
+        k = self.moments.k / 2.0  # internal order k' = k / 2, with r~_{2k'} = G_k
+        G = self.moments.G
+        r = self.moments.second
+        # Without a public L_f the 1/L_f terms are dropped.
         inv_lf = 1.0 / float(self.lipschitz_bound) if self.lipschitz_bound is not None else math.inf
         log_n = math.log(max(m, 2))
         eps = mu  # the paper's eps = sqrt(2 rho) with rho = mu^2 / 2
@@ -432,7 +314,7 @@ class LocalizedSubgradient:
         else:
             priv, eps_term = math.inf, math.inf
         eta_b = diameter / math.sqrt(m) * min(1.0 / r, inv_lf, priv / (G * math.sqrt(m)))
-        # eta_A with R~ / L replaced by 1 / sqrt(2) (Lemma 9; paper 001, section 2.3).
+        # eta_A with R~ / L replaced by 1 / sqrt(2) (Lemma 9 and section 2.3 of the paper).
         eta_a = diameter * m * m / math.sqrt(2.0) * min(inv_lf, eps_term) * (1.0 / math.sqrt(m) + 1.0 / priv)
 
         def clip_for(n_i):
@@ -452,27 +334,22 @@ class LocalizedSubgradient:
         return min(_TAU_MAX, max(_TAU_MIN, _TAU_SLOPE * math.log(1.0 / nu) - _TAU_OFFSET))
 
     def _distance_bound(self, radius, m, p, mu, mu_sc, G):
-        """``D_j = sqrt(2 Delta_j / mu_sc)`` after a call on ``m`` rows (paper 001, section 2.4, a = 1).
+        """``D_j = sqrt(2 Delta_j / mu_sc)`` after a call on ``m`` rows (the paper's section 2.4, a = 1).
 
         ``Delta_j = G D_{j-1} (1 / sqrt(N_j) + (sqrt(d ln N_j) / (eps N_j))^((k'-1)/k'))`` with
         ``G = G_k`` (theory) or the clip threshold (practical) standing for ``R~``.
         """
-        k = float(self.moment_order) / 2.0
+        k = self.moments.k / 2.0
         priv = (math.sqrt(p * math.log(max(m, 2))) / (mu * m)) ** ((k - 1.0) / k)
         delta = G * radius * (1.0 / math.sqrt(m) + priv)
         return math.sqrt(2.0 * delta / mu_sc)
 
-    def solve(self, problem, mu, eps_q, random_state):
+    def run(self, spec, problem, budget, rng):
         """Run the planned schedule on ``problem``; returns a :class:`SolverResult`."""
-        if problem.has_l1:
-            raise ValueError("localized_subgradient does not support an L1 penalty (it has no proximal "
-                             "step for it); use a proximal solver.")
-        rng = np.random.default_rng(random_state)
+        mu, eps_q = budget.mu, budget.quantile_epsilon
         n, p = problem.X.shape
-        if self.n_coef is not None and p != self.n_coef:
-            raise ValueError(f"The solver was planned for {self.n_coef} coefficients, not {p}.")
         theory = self.schedule == "theory"
-        plan = self.plan(n, mu)
+        plan = self.layout(spec, mu)
         evals = sum(n_i * T for chunk in plan for n_i, T in chunk)
         if theory and evals > _EXPENSIVE:
             warnings.warn(f"schedule='theory' runs {evals:.3g} per-sample gradient evaluations (about "
@@ -488,19 +365,16 @@ class LocalizedSubgradient:
         elif bound is not None:
             C = bound * problem.row_bound
         else:
-            g_norms = np.abs(problem.derivatives(np.zeros(p))) * problem.norms
-            C, ev = private_quantile(g_norms, self.clip_quantile, eps_q,
-                                     (CLIP_RANGE[0] * problem.row_bound, CLIP_RANGE[1] * problem.row_bound),
-                                     scale="log", random_state=rng)
+            C, ev = private_clip(problem, self.clip_quantile, eps_q, rng)
             events.append(ev)
         R = problem.radius
         unit2 = problem.unit**2
         pen_max = float(np.max(problem.penalty, initial=0.0))
-        wrapper = self.uses_wrapper()
+        wrapper = self.uses_wrapper(spec)
         # Every row's objective is mu_sc-strongly convex; 0 (no distance bound) when a
         # coefficient such as the intercept is not penalised.
         mu_sc = float(np.min(problem.penalty, initial=0.0)) if wrapper else 0.0
-        G_sc = float(self.moment_bound) if theory else C
+        G_sc = self.moments.G if theory else C
         sc_radius = 2.0 * (G_sc + pen_max * R) / mu_sc if mu_sc > 0 else math.inf  # D_0 = 2 L / mu_sc
 
         used = np.zeros(n, dtype=bool)
@@ -509,7 +383,7 @@ class LocalizedSubgradient:
         blocks = []
         log = {key: [] for key in ("batch_sizes", "steps_per_phase", "clip_thresholds", "step_sizes",
                                    "regularization", "localization_radii", "chunk_sizes", "phase_times")}
-        for j, chunk in enumerate(plan, start=1):
+        for chunk in plan:
             if not chunk:
                 continue
             m = sum(n_i for n_i, _ in chunk)
@@ -541,10 +415,13 @@ class LocalizedSubgradient:
                 D_i = 2.0 * (C_i + pen_max * R) / lam_i if lam_i > 0 else math.inf
                 noise = math.sqrt(T_i) * 2.0 * C_i / (n_i * mu)
                 sub = problem.subset(rows)  # one copy per phase keeps the T_i queries contiguous
-                w, ev = noisy_clipped_subgradient(sub, w, lam_i, eta_i, C_i, T_i, noise, rng,
-                                                  balls=outer + [(w, D_i)], proximal=not theory,
-                                                  average=not theory, recorder=self.recorder,
-                                                  name=f"chunk{j}/phase{i}")
+                balls = outer + [(w, D_i)]
+                # Practical: the average of the last half of the iterates; theory: the last one.
+                weights = None if theory else [0.0] * (T_i // 2 + 1) + [1.0] * (T_i - T_i // 2)
+                w, ev = noisy_clipped_descent(sub, w, clip=C_i, std=noise, steps=[eta_i] * T_i, rng=rng,
+                                              anchor=w, lam=lam_i, proximal=not theory,
+                                              project=lambda v, balls=balls: project_balls(v, balls),
+                                              weights=weights)
                 blocks.append(ev)
                 for key, value in zip(("batch_sizes", "steps_per_phase", "clip_thresholds", "step_sizes",
                                        "regularization", "localization_radii"),

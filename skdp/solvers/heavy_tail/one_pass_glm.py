@@ -1,4 +1,4 @@
-"""One-pass clipped DP-SGD for smooth GLMs (paper 000, Algorithm 8; 'one_pass_glm').
+"""One-pass clipped DP-SGD for smooth GLMs (Asi, Liu and Tian, Algorithm 8; 'one_pass_glm').
 
 Phases ``i = 1..I`` (``I = floor(log2 n)``) run one pass of projected, clipped SGD
 over disjoint blocks of ``n_i = 2^(I - i)`` rows (the rows beyond ``2^I - 1`` go to
@@ -22,77 +22,94 @@ is calibrated exactly).
 Schedules: ``"theory"`` uses the paper's eta and C from moment bounds
 ``(k, G_k, G_2)`` that the user vouches for; ``"practical"`` takes C from a
 private quantile of the per-sample gradient norms at 0 (the level at which,
-by the note's identity, ``(G_k / C)^k = 8 sqrt(d) / (n sqrt(rho))`` of the rows
+in the paper's analysis, ``(G_k / C)^k = 8 sqrt(d) / (n sqrt(rho))`` of the rows
 would be clipped) and ``eta = min(sqrt(8 / n) D / C, D sqrt(rho) / (4 C sqrt(d)))``.
 Both are capped so that ``eta_1 <= 2 / (beta + max ridge)``: the cap only
 changes accuracy; the privacy condition is checked before any data is read.
+
+References
+----------
+H. Asi, D. Liu and K. Tian, "Private Stochastic Convex Optimization with Heavy
+Tails: Near-Optimality from Simple Reductions", 2024, arXiv:2406.02789 (Algorithm 8).
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Sequential
-from ..mechanisms import clip_factors, private_quantile
-from ._glm import SolverResult, project_ball
+from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Sequential
+from ...mechanisms import clip_factors, gaussian_mechanism
+from .._contract import Capabilities, Solver, SolverResult, register_solver
+from ..clip_threshold import private_clip
+from ..geometry import project_ball
+from ..moments import MomentBounds
+from ..schedules import halving_phase_sizes
 
-__all__ = ["OnePassGLM", "phase_sizes"]
-
-
-def phase_sizes(n):
-    """Disjoint phase sizes ``2^(I-1), ..., 1`` with the leftover rows added to phase 1."""
-    I = int(math.floor(math.log2(n)))
-    sizes = [2 ** (I - i) for i in range(1, I + 1)]
-    sizes[0] += n - sum(sizes)
-    return sizes
+__all__ = ["OnePassGLM"]
 
 
-class OnePassGLM:
-    """Algorithm 8 of paper 000 (see module docstring).
+@register_solver
+@dataclass(frozen=True)
+class OnePassGLM(Solver):
+    """Algorithm 8 of Asi, Liu and Tian (see module docstring).
 
     Parameters
     ----------
     schedule : {"practical", "theory"}
-    moment_order, moment_bound, second_moment_bound : public moment bounds
-        ``k``, ``G_k`` and ``G_2`` for ``schedule="theory"``.
+    moments : MomentBounds
+        Public moment bounds ``k``, ``G_k`` and ``G_2`` for ``schedule="theory"``.
     clip : float or None
         Public clip threshold ``C`` (skips the private quantile).
     """
 
+    schedule: str = "practical"
+    moments: MomentBounds = MomentBounds()
+    clip: float = None
+
     name = "one_pass_glm"
-    gradient_clip = True  # ``clip`` bounds per-sample gradient norms
+    family = "heavy_tail"
+    capabilities = Capabilities(smooth_only=True, public_clip=True)
 
-    def __init__(self, schedule="practical", moment_order=4, moment_bound=None, second_moment_bound=None,
-                 clip=None):
-        self.schedule = schedule
-        self.moment_order = moment_order
-        self.moment_bound = moment_bound
-        self.second_moment_bound = second_moment_bound
-        self.clip = clip
-        self.recorder = None  # tests: called with (name, value_before_noise, sensitivity)
-        if schedule == "theory" and moment_bound is None:
-            raise ValueError("schedule='theory' needs public moment bounds (moment_bound, moment_order).")
+    @classmethod
+    def from_options(cls, options):
+        return cls(schedule=options.schedule, moments=MomentBounds.from_options(options))
 
-    def n_quantiles(self, loss):
+    def needs_public_smoothness(self):
+        """The theory schedule's privacy condition involves the uniform smoothness, which must be public."""
+        return self.schedule == "theory"
+
+    def check(self, spec):
+        super().check(spec)
+        if self.schedule == "theory":
+            self.moments.require(self.name)
+            if spec.public_smoothness is None:
+                raise ValueError("one_pass_glm with schedule='theory' needs a public smoothness bound (row "
+                                 "clipping at a public norm and a public ridge).")
+
+    def check_budget(self, spec, budget):
+        """Raise (before any data is read) when the paper's step breaks ``eta / 16 <= 2 / beta``."""
+        if self.schedule != "theory":
+            return
+        eta, _ = self._step_and_clip(spec.n_samples, spec.n_coef, 2.0 * spec.radius, budget.mu ** 2 / 2.0, None)
+        beta = spec.public_smoothness
+        if eta > 32.0 / beta:
+            raise ValueError(
+                f"The paper's step eta={eta:.3g} breaks the privacy condition eta/16 <= 2/beta "
+                f"(beta={beta:.3g}); use schedule='practical' or tighter moment bounds.")
+
+    def n_quantiles(self, spec):
         return 0 if (self.clip is not None or self.schedule == "theory") else 1
 
-    def check_loss(self, loss):
-        if not np.isfinite(getattr(loss, "smoothness", np.inf)):
-            raise ValueError("one_pass_glm needs a smooth loss (squared or huber); its privacy rests on "
-                             "the uniform smoothness of every row's loss.")
-
-    def event(self, loss, mu, eps_q, n_samples):
-        """The run's event: a private clip quantile, then one mu-GDP release per disjoint phase."""
-        self.check_loss(loss)
-        parts = [ExponentialMechanismRelease(eps_q)] if self.n_quantiles(loss) else []
-        phases = [GaussianRelease(1.0, 1.0 / mu) for _ in phase_sizes(n_samples)]
+    def plan(self, spec, budget):
+        """A private clip quantile, then one mu-GDP release per disjoint phase."""
+        parts = [ExponentialMechanismRelease(budget.quantile_epsilon)] if self.n_quantiles(spec) else []
+        phases = [GaussianRelease(1.0, 1.0 / budget.mu) for _ in halving_phase_sizes(spec.n_samples)]
         return Sequential(parts + [Parallel(phases)])
 
     def _step_and_clip(self, n, p, D, rho, C):
         if self.schedule == "theory":
-            k = float(self.moment_order)
-            Gk = float(self.moment_bound)
-            G2 = float(self.second_moment_bound if self.second_moment_bound is not None else Gk)
+            k, Gk, G2 = self.moments.k, self.moments.G, self.moments.second
             eta = min(math.sqrt(8.0 / n) * D / G2,
                       (1.0 / n) * (n * n * rho / (32.0 * p)) ** ((k - 1) / (2 * k))
                       * 2 ** ((k + 1) / (2 * k)) * D / Gk)
@@ -101,20 +118,8 @@ class OnePassGLM:
         eta = min(math.sqrt(8.0 / n) * D / C, D * math.sqrt(rho) / (4.0 * C * math.sqrt(p)))
         return eta, C
 
-    def check_theory(self, n, p, beta, radius, mu):
-        """Raise (before any data is read) when the paper's step breaks ``eta / 16 <= 2 / beta``."""
-        if self.schedule != "theory":
-            return
-        eta, _ = self._step_and_clip(n, p, 2.0 * radius, mu * mu / 2.0, None)
-        if eta > 32.0 / beta:
-            raise ValueError(
-                f"The paper's step eta={eta:.3g} breaks the privacy condition eta/16 <= 2/beta "
-                f"(beta={beta:.3g}); use schedule='practical' or tighter moment bounds.")
-
-    def solve(self, problem, mu, eps_q, random_state):
-        rng = random_state
-        loss = problem.loss
-        self.check_loss(loss)
+    def run(self, spec, problem, budget, rng):
+        mu = budget.mu
         n, p = problem.X.shape
         beta = problem.uniform_smoothness()
         D = 2.0 * problem.radius
@@ -125,15 +130,12 @@ class OnePassGLM:
         elif self.schedule == "theory":
             C = None
         else:
-            g = np.abs(problem.derivatives(np.zeros(p))) * problem.norms
             level = min(0.99, max(0.5, 1.0 - 8.0 * math.sqrt(p) / (n * math.sqrt(rho))))
-            C, ev = private_quantile(g, level, eps_q, (1e-6 * problem.row_bound, 10 * problem.row_bound),
-                                     scale="log", random_state=rng)
+            C, ev = private_clip(problem, level, budget.quantile_epsilon, rng)
             events.append(ev)
-        self.check_theory(n, p, beta, problem.radius, mu)  # defence in depth; fit checks it first
         eta, C = self._step_and_clip(n, p, D, rho, C)
         eta = min(eta, 32.0 / beta)  # eta_1 = eta / 16 <= 2 / beta
-        sizes = phase_sizes(n)
+        sizes = halving_phase_sizes(n)
         phases = []
         x = np.zeros(p)
         start = 0
@@ -150,13 +152,9 @@ class OnePassGLM:
                 d = float(problem.loss.derivative(np.array([xj @ x]), problem.y[j : j + 1])[0])
                 grad = d * xj * clip_factors(np.array([abs(d) * problem.norms[j]]), C_i)[0]
                 x = project_ball(x - eta_i * (grad + problem.penalty * x), problem.radius)
-            average = total / size
             sensitivity = 2.0 * eta_i * C_i
-            sigma = sensitivity / mu
-            if self.recorder is not None:
-                self.recorder(f"phase{i}", average, sensitivity)
-            x = average + sigma * rng.standard_normal(p)
-            phases.append(GaussianRelease(sensitivity, sigma))
+            x, ev = gaussian_mechanism(total / size, sensitivity, sensitivity / mu, random_state=rng)
+            phases.append(ev)
         coef = project_ball(x, problem.radius)
         events.append(Parallel(phases))
         schedule = {"algorithm": self.name, "n_steps": n, "phases": len(sizes), "phase_sizes": sizes,

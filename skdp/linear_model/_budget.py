@@ -1,0 +1,185 @@
+"""The budget plan of a private linear-model fit, from public inputs only.
+
+A fit's budget ``(epsilon, delta)`` is converted once to zero-concentrated DP
+(``rho = dp_to_zcdp(epsilon, delta)``) and split between
+
+* the private quantiles of standardisation and of the solver (clip thresholds,
+  a Huber threshold): each an exponential-mechanism release at one epsilon
+  ``quantile_epsilon``, which costs ``quantile_epsilon^2 / 8`` in zCDP; and
+* the solver's Gaussian releases, whose Gaussian-DP parameter ``mu`` is then
+  calibrated so that the whole planned event spends exactly ``epsilon`` at
+  ``delta`` (:func:`skdp.accounting.calibrate_scale`).
+
+The quantile share follows a public rule: each quantile should get
+``epsilon * n >= 80`` (its failure probability is about ``exp(-epsilon n / 4)``
+relative to the mass near the target), within a cap on the share of the
+budget. When the budget is too small, the plan degrades gracefully and in
+public: fewer quantiles (a solver variant with fewer thresholds, coarser
+scaling modes), and finally the "minimal" scaling with a public clip threshold
+for the solver. Nothing here reads the data.
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+
+from ..accounting import LowBudgetWarning, Sequential, calibrate_scale, dp_to_gdp, dp_to_zcdp
+from ..solvers import SolverBudget
+from ._standardise import PrivateStandardiser
+
+__all__ = ["BudgetPlan", "plan_budget"]
+
+# epsilon x rows for reliable private medians (failure probability ~ e^(-eps n / 4)).
+MIN_QUANTILE_EPS_TIMES_N = 80.0
+MAX_SCALING_SHARE = 0.25
+# When even the cheapest tier cannot fund its quantiles, fewer quantiles get a
+# larger share: they decide whether the fit is sane at all.
+STARVED_SCALING_SHARE = 0.4
+STARVED_EPS_TIMES_N = 40.0
+# When even that leaves the quantiles short of epsilon * n = 80, the "minimal"
+# scaling releases only two quantiles and the solver's clip threshold is public.
+MINIMAL_SCALING_SHARE = 0.5
+# Public clip in standardised units: rows have norm about sqrt(d) and labels a
+# magnitude of about 1, so initial gradient norms are about sqrt(d).
+MINIMAL_CLIP = 0.5
+_AUTO_TIERS = ("robust", "pooled")
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """What a fit will release and with which noise, fixed before the data are read.
+
+    Attributes
+    ----------
+    standardiser : PrivateStandardiser
+    solver : Solver
+        The solver configuration actually run (the plan may pick a variant that
+        releases fewer quantiles, or one with a public clip).
+    spec : ProblemSpec
+    budget : SolverBudget
+    event : PrivacyEvent
+        The planned event of the whole fit (standardisation and solver).
+    """
+
+    standardiser: PrivateStandardiser
+    solver: object
+    spec: object
+    budget: SolverBudget
+    event: object
+
+
+def quantile_epsilon(n_samples, n_quantiles, rho_total, scaling_share="auto",
+                     eps_times_n=MIN_QUANTILE_EPS_TIMES_N, cap=MAX_SCALING_SHARE):
+    """Per-quantile epsilon of the scaling and threshold releases (public rule)."""
+    if n_quantiles == 0 or math.isinf(rho_total):
+        return math.inf
+    if scaling_share == "auto":
+        eps_needed = eps_times_n / n_samples
+        share = n_quantiles * eps_needed**2 / 8.0 / rho_total
+        share = min(cap, max(share, 0.02))
+    else:
+        share = float(scaling_share)
+    return math.sqrt(8.0 * share * rho_total / n_quantiles)
+
+
+def choose_scaling(scaling, n_samples, n_features, fit_intercept, solver_quantiles, rho_total,
+                   scaling_share="auto", cap=MAX_SCALING_SHARE, modes=None):
+    """The standardisation mode and the epsilon of every private quantile (public rule).
+
+    With ``scaling="auto"`` the first of robust, pooled, target whose quantiles
+    each get ``epsilon * n >= 80`` within the share is used, so that fewer,
+    better-funded quantiles degrade accuracy gracefully instead of risking wrong
+    scales. ``modes`` restricts the choice (theory schedules need the public row
+    bound of "robust" or "none").
+    """
+    def eps_for(mode):
+        need = 0.0 if mode == "none" else MIN_QUANTILE_EPS_TIMES_N
+        count = PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept) + solver_quantiles
+        return quantile_epsilon(n_samples, count, rho_total, scaling_share, need, cap)
+
+    if scaling != "auto":
+        if modes is not None and scaling not in modes:
+            raise ValueError(f"This solver's schedule needs a public smoothness bound, so scaling must be one "
+                             f"of {modes} (got scaling={scaling!r}).")
+        return scaling, eps_for(scaling)
+    if modes is not None:
+        return modes[0], eps_for(modes[0])
+    if math.isinf(rho_total):
+        return "robust", math.inf
+    for mode in _AUTO_TIERS:
+        eps_q = eps_for(mode)
+        if eps_q * n_samples >= MIN_QUANTILE_EPS_TIMES_N:
+            return mode, eps_q
+    return "target", eps_for("target")
+
+
+def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
+                scaling_share="auto", schedule="practical", stacklevel=3):
+    """The :class:`BudgetPlan` of a fit, from public inputs only.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The fit's target.
+    n_samples, n_features : int
+    fit_intercept : bool
+    solver : Solver
+        The configured solver (already checked against the spec).
+    make_spec : callable
+        ``(mode) -> ProblemSpec``: the problem specification under a scaling
+        mode (the mode decides whether a smoothness bound is public).
+    scaling, scaling_share : see the estimators
+    schedule : {"practical", "theory"}
+
+    Warns
+    -----
+    LowBudgetWarning
+        When the private quantiles get ``epsilon * n`` below about 40.
+    """
+    n, d = n_samples, n_features
+    non_private = math.isinf(epsilon)
+    rho_total = math.inf if non_private else dp_to_zcdp(epsilon, delta)
+    modes = ("robust", "none") if solver.needs_public_smoothness() else None
+    spec = make_spec("robust" if modes else "none")
+
+    def tier(solver, cap=MAX_SCALING_SHARE, modes=modes):
+        return choose_scaling(scaling, n, d, fit_intercept, solver.n_quantiles(spec), rho_total, scaling_share,
+                              cap, modes)
+
+    mode, eps_q = tier(solver)
+    if scaling_share == "auto" and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
+        fewer = solver.with_fewer_quantiles()
+        if fewer is not solver:
+            # Starved budget: a variant with fewer thresholds, and a larger share for the
+            # quantiles that remain.
+            solver = fewer
+            mode, eps_q = tier(solver, STARVED_SCALING_SHARE)
+    if scaling == "auto" and scaling_share == "auto" and modes is None and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
+        # Still starved: two scaling quantiles, and a public clip for solvers that would
+        # spend a quantile on their per-sample gradient clip.
+        if (solver.capabilities.public_clip and schedule == "practical" and solver.n_quantiles(spec) > 0
+                and solver.clip is None):
+            solver = solver.with_public_clip(MINIMAL_CLIP * math.sqrt(d))
+        mode, eps_q = tier(solver, MINIMAL_SCALING_SHARE, ("minimal",))
+    if mode != "none" and eps_q * n < STARVED_EPS_TIMES_N:
+        warnings.warn(
+            f"With epsilon={epsilon:g} and {n} rows the private quantiles that locate and scale the data get "
+            f"epsilon * n = {eps_q * n:.0f}; below about {STARVED_EPS_TIMES_N:.0f} they are unreliable and the "
+            "fit can be far off. Standardise X and y with public knowledge and use scaling='none', or use a "
+            "larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
+    spec = make_spec(mode)
+    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept)
+    pre_event = standardiser.planned_event(d)
+    if non_private:
+        mu = math.inf
+    else:
+        # A relative margin of 1e-10 absorbs the rounding between the planned event
+        # (unit sensitivities) and the released one (actual thresholds).
+        guess = 1.0 / max(dp_to_gdp(epsilon, delta), 1e-12)
+        scale = calibrate_scale(lambda s: Sequential([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q))]),
+                                epsilon * (1.0 - 1e-10), delta, initial=guess, rtol=1e-7)
+        mu = 1.0 / scale
+    budget = SolverBudget(mu, eps_q)
+    solver.check_budget(spec, budget)
+    event = Sequential([pre_event, solver.plan(spec, budget)])
+    return BudgetPlan(standardiser, solver, spec, budget, event)

@@ -1,0 +1,188 @@
+"""The private linear-model pipeline shared by every estimator of the library.
+
+One ``fit``, in this order (everything before the reservation reads public
+inputs only, or validates the data without using their values):
+
+1. validate the parameters, and refuse a requested solver that is unavailable;
+2. validate the data (shapes, types, finite values) and encode the target;
+3. choose the solver (the estimator's routing table, public inputs only) and
+   check the problem specification against its declared capabilities;
+4. plan the budget (:func:`~skdp.linear_model._budget.plan_budget`): the
+   standardisation mode, the quantile epsilon, the solver variant and the
+   calibrated Gaussian budget, hence the planned event;
+5. reserve the planned event on the accountant (:meth:`_run_private`), then
+   release the scales (:class:`~skdp.linear_model._standardise.PrivateStandardiser`),
+   build the solver's problem, run the solver, and settle the ledger with the
+   event of what was drawn;
+6. map the coefficients back to the original units (post-processing).
+
+An estimator is a subclass that declares its parameters, its docstring with
+the exact objective, and the hooks below: its routing table
+(:meth:`_choose_algorithm`), the loss and penalties in solver units, and how the
+target is validated.
+"""
+
+import math
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._base import DPEstimatorMixin
+from ..accounting import Sequential
+from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver
+from ._budget import plan_budget
+from ._standardise import COEF_RADIUS
+
+__all__ = ["PrivateLinearModel"]
+
+
+class PrivateLinearModel(DPEstimatorMixin):
+    """Base of the private linear models (put it before scikit-learn's mixins and ``BaseEstimator``).
+
+    Subclasses set ``_solver_family`` and define :meth:`_choose_algorithm`,
+    :meth:`_spec_loss`, :meth:`_problem_loss` and :meth:`_penalties`; they may
+    override :meth:`_check_parameters` and :meth:`_validate_fit_data`.
+    """
+
+    _solver_family = None
+
+    # -- hooks ---------------------------------------------------------------------------------
+    def _check_parameters(self):
+        """Estimator-specific checks of the parameters alone (before any data is read)."""
+
+    def _choose_algorithm(self, n_samples, n_features):
+        """The solver name for ``algorithm="auto"``, from public inputs only (the routing table)."""
+        raise NotImplementedError
+
+    def _solver_options(self):
+        return SolverOptions(schedule=getattr(self, "schedule", "practical"))
+
+    def _spec_loss(self):
+        """The loss in solver units as far as it is known before the data (its type and public constants)."""
+        raise NotImplementedError
+
+    def _problem_loss(self, scaling):
+        """The loss in solver units once the scales are released (default: :meth:`_spec_loss`)."""
+        return self._spec_loss()
+
+    def _penalties(self, scaling, n_coef):
+        """Ridge and L1 weights in solver units, ``(ridge, l1)`` arrays of shape ``(n_coef,)``."""
+        return np.zeros(n_coef), np.zeros(n_coef)
+
+    def _has_l1(self):
+        return False
+
+    def _has_ridge(self):
+        return False
+
+    def _validate_fit_data(self, X, y):
+        return validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+
+    # -- the pipeline ----------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the private model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        # The accounting and the solvers are written for IEEE arithmetic (underflow to
+        # 0, overflow to inf, both handled); a user's np.seterr(all="raise") must not
+        # turn those into exceptions, least of all after the budget is reserved.
+        with np.errstate(all="ignore"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
+        self._validate_privacy_params()
+        requested = self._requested_solver()  # refuses unavailable solvers before reading data
+        self._check_parameters()
+        X, y = self._validate_fit_data(X, y)
+        n, d = X.shape
+        if n < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 samples; got n_samples = {n}.")
+        solver = requested if requested is not None else self._configured(self._choose_algorithm(n, d))
+        solver.check(self._problem_spec(solver, n, d, "none"))
+        plan = plan_budget(epsilon=float(self.epsilon), delta=float(self.delta), n_samples=n, n_features=d,
+                           fit_intercept=self.fit_intercept, solver=solver,
+                           make_spec=lambda mode: self._problem_spec(solver, n, d, mode),
+                           scaling=getattr(self, "scaling", "auto"),
+                           scaling_share=getattr(self, "scaling_share", "auto"),
+                           schedule=getattr(self, "schedule", "practical"), stacklevel=4)
+
+        def private_fit(rng):
+            scaling, scaling_event = plan.standardiser.fit(X, y, rng)
+            problem = self._build_problem(scaling, X, y)
+            result = plan.solver.run(plan.spec, problem, plan.budget, rng)
+            return Sequential([scaling_event, result.event]), (result, scaling)
+
+        result, scaling = self._run_private(plan.event, private_fit)
+        self.coef_, self.intercept_ = scaling.unscale(result.coef)
+        self.algorithm_ = plan.solver.name
+        self.schedule_ = result.schedule
+        self.n_iter_ = int(result.schedule.get("n_steps", 0))
+        self.scaling_ = scaling.as_dict()
+        return self
+
+    def _requested_solver(self):
+        """The solver the user asked for (None for "auto"); unavailable solvers refuse here."""
+        algorithm = self.algorithm
+        if isinstance(algorithm, Solver):
+            return algorithm
+        if algorithm == "auto":
+            return None
+        return self._configured(algorithm)
+
+    def _configured(self, name):
+        cls = get_solver(name)
+        if cls.unavailable:
+            raise ValueError(cls.unavailable)
+        return cls.from_options(self._solver_options())
+
+    def _problem_spec(self, solver, n, d, mode):
+        """The public problem specification under a scaling mode."""
+        loss = self._spec_loss()
+        public_smoothness = None
+        if solver.needs_public_smoothness() and mode in ("robust", "none"):
+            public_smoothness = self._public_smoothness(loss, mode, d)
+        return ProblemSpec(n_samples=n, n_coef=d + int(self.fit_intercept), loss=loss,
+                           intercept=bool(self.fit_intercept), l1=self._has_l1(), ridge=self._has_ridge(),
+                           schedule=getattr(self, "schedule", "practical"), public_smoothness=public_smoothness,
+                           radius=COEF_RADIUS if mode in ("robust", "none") else None)
+
+    def _public_smoothness(self, loss, mode, n_features):
+        """Uniform per-row smoothness of the standardised problem, from public inputs only.
+
+        In the "robust" and "none" modes rows are clipped to the public norm
+        ``sqrt(d) + 3`` and the intercept column is 1; the ridge weights are
+        public when ``alpha = 0`` or (mode "none") when no scale is applied.
+        """
+        alpha = float(getattr(self, "alpha", 0.0))
+        if mode == "robust" and alpha > 0:
+            raise ValueError(
+                "A theory schedule that needs a public smoothness bound needs alpha=0 with private scaling "
+                "(the ridge in standardised units would depend on private scales); use scaling='none' or "
+                "schedule='practical'.")
+        row_bound = math.sqrt(n_features) + 3.0
+        if self.fit_intercept:
+            row_bound = math.hypot(row_bound, 1.0)
+        ridge = alpha if mode == "none" else 0.0
+        return float(loss.smoothness) * row_bound**2 + ridge
+
+    def _build_problem(self, scaling, X, y):
+        """The solver's problem in standardised units (rows clipped to a public or released norm)."""
+        Xs = scaling.transform(X)
+        ridge, l1 = self._penalties(scaling, Xs.shape[1])
+        return GLMProblem(Xs, scaling.transform_target(y), self._problem_loss(scaling), ridge,
+                          radius=scaling.radius, row_bound=scaling.coef_row_bound, intercept=self.fit_intercept,
+                          unit=scaling.unit, l1=l1)
+
+    # -- prediction (post-processing: no privacy cost) ---------------------------------------------
+    def _decision_function(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_ + self.intercept_

@@ -1,0 +1,257 @@
+"""The contract between the private linear-model pipeline and its solvers.
+
+A solver is an immutable configuration (its public schedule) with four
+operations, always called in this order by the pipeline:
+
+1. :meth:`Solver.check` — refuse a problem it cannot solve (an L1 penalty
+   without proximal steps, a non-smooth loss for a smooth-only method, a
+   theory schedule without the public constants it needs). Called on the
+   :class:`ProblemSpec`, before any budget is spent or data read.
+2. :meth:`Solver.n_quantiles` — how many private quantiles (each an
+   exponential-mechanism release at ``SolverBudget.quantile_epsilon``) a run
+   releases, so that the pipeline can size the quantile budget.
+3. :meth:`Solver.plan` — the exact privacy event of a run at a budget, from
+   public inputs only; the pipeline calibrates the budget on it.
+4. :meth:`Solver.run` — solve the problem and return a :class:`SolverResult`
+   whose event describes the noise actually drawn (never more expensive than
+   the plan; the pipeline checks).
+
+Capabilities are declared, not discovered (:class:`Capabilities`), and a
+configuration is never mutated: :meth:`Solver.replace` returns a new one. Solvers
+are found by name in a registry (:func:`register_solver`, :func:`get_solver`).
+"""
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Capabilities", "ProblemSpec", "SolverBudget", "SolverOptions", "SolverResult", "Solver",
+           "register_solver", "get_solver", "solver_names"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a solver can do, declared by its class.
+
+    Attributes
+    ----------
+    l1 : bool
+        Handles an L1 penalty by exact proximal steps.
+    callable_losses : bool
+        Clips every per-sample gradient and assumes nothing else of the loss,
+        so user callables are accepted.
+    smooth_only : bool
+        Needs a loss with a finite smoothness constant (its steps or its
+        privacy argument use it).
+    approximate_dp : bool
+        Its guarantee is an (epsilon, delta) statement only (no Gaussian-DP
+        event): the pipeline then cannot calibrate it jointly with zCDP parts.
+    public_clip : bool
+        Its per-sample gradient clip, chosen by a private quantile in the
+        practical schedule, may be replaced by a public value (``clip=``), which
+        the pipeline does when the budget is too small to fund the quantile.
+    """
+
+    l1: bool = False
+    callable_losses: bool = False
+    smooth_only: bool = False
+    approximate_dp: bool = False
+    public_clip: bool = False
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """Everything public about a problem, known before any data value is read.
+
+    Attributes
+    ----------
+    n_samples : int
+    n_coef : int
+        Number of coefficients, the intercept column included.
+    loss : Loss or CallableLoss
+        The loss in solver units (a Huber threshold set later by a private
+        release keeps the loss's type).
+    intercept : bool
+        Whether the last coefficient multiplies a constant intercept column.
+    l1 : bool
+        Whether an L1 penalty is set on the feature coefficients.
+    ridge : bool
+        Whether every feature coefficient carries a positive ridge weight.
+    schedule : {"practical", "theory"}
+    public_smoothness : float or None
+        A public bound on every row's smoothness in the coefficients (loss
+        smoothness times the public row bound squared, plus the ridge), when the
+        preprocessing makes one public; theory schedules of some solvers need it.
+    radius : float or None
+        The radius of the coefficient ball when it is public.
+    """
+
+    n_samples: int
+    n_coef: int
+    loss: object
+    intercept: bool = True
+    l1: bool = False
+    ridge: bool = False
+    schedule: str = "practical"
+    public_smoothness: float = None
+    radius: float = None
+
+    @property
+    def smooth(self):
+        return math.isfinite(float(getattr(self.loss, "smoothness", math.inf)))
+
+    @property
+    def callable_loss(self):
+        return not hasattr(self.loss, "derivative_bound")
+
+
+@dataclass(frozen=True)
+class SolverBudget:
+    """The privacy budget handed to a solver.
+
+    Attributes
+    ----------
+    mu : float
+        Gaussian-DP parameter of the solver's Gaussian releases together (inf:
+        no noise).
+    quantile_epsilon : float
+        Epsilon of each of its private quantiles (exponential mechanism).
+    """
+
+    mu: float
+    quantile_epsilon: float = math.inf
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """The estimator-level options every solver maps onto its own parameters.
+
+    Attributes
+    ----------
+    schedule : {"practical", "theory"}
+    max_iter : int or None
+        Cap on noisy steps (each solver says what it caps).
+    moment_order, moment_bound, second_moment_bound : float
+        Public moment bounds of the per-sample gradient norms (theory schedules).
+    huber_auto : bool
+        The Huber threshold is to be set by the solver (from a private release)
+        where it can.
+    """
+
+    schedule: str = "practical"
+    max_iter: int = None
+    moment_order: float = 4.0
+    moment_bound: float = None
+    second_moment_bound: float = None
+    huber_auto: bool = False
+
+
+@dataclass
+class SolverResult:
+    """Coefficients, the privacy event of everything the run released, and its public schedule."""
+
+    coef: np.ndarray
+    event: object
+    schedule: dict = field(default_factory=dict)
+
+
+class Solver:
+    """Base class of the solvers (see the module docstring for the contract).
+
+    Subclasses are frozen dataclasses holding their public schedule; they set
+    ``name``, ``capabilities`` and implement :meth:`plan` and :meth:`run`,
+    and usually :meth:`from_options`.
+    """
+
+    name = None
+    family = None  # the estimator family whose `algorithm` parameter offers it ("heavy_tail", ...)
+    capabilities = Capabilities()
+    # Why the solver may not be used at all (a broken privacy proof, say); None when usable.
+    unavailable = None
+
+    @classmethod
+    def from_options(cls, options):
+        """The solver configured from the estimator-level :class:`SolverOptions`."""
+        return cls()
+
+    def replace(self, **changes):
+        """A copy with some parameters changed (configurations are never mutated)."""
+        return dataclasses.replace(self, **changes)
+
+    def with_fewer_quantiles(self):
+        """A variant that releases fewer private quantiles, for starved budgets (default: itself)."""
+        return self
+
+    def with_public_clip(self, clip):
+        """The same solver with a public per-sample gradient clip (needs ``capabilities.public_clip``)."""
+        if not self.capabilities.public_clip:
+            raise ValueError(f"{self.name} does not take a public clip threshold.")
+        return self.replace(clip=float(clip))
+
+    # -- the contract ------------------------------------------------------------------------
+    def check(self, spec):
+        """Raise ``ValueError`` if the solver cannot solve ``spec`` (before any budget is spent)."""
+        if self.unavailable:
+            raise ValueError(self.unavailable)
+        caps = self.capabilities
+        if spec.l1 and not caps.l1:
+            with_l1 = sorted(name for name in solver_names(self.family) if get_solver(name).capabilities.l1)
+            raise ValueError(f"algorithm={self.name!r} does not support an L1 penalty (l1_ratio > 0); "
+                             f"use one of {with_l1}.")
+        if spec.callable_loss and not caps.callable_losses:
+            accepting = sorted(name for name in solver_names(self.family)
+                               if get_solver(name).capabilities.callable_losses)
+            raise ValueError(f"A callable loss is supported by algorithm in {accepting} only.")
+        if caps.smooth_only and not spec.smooth:
+            raise ValueError(
+                f"{self.name} needs a smooth loss (squared or huber): its steps or its privacy argument "
+                "rest on the smoothness of every row's loss. For absolute or quantile losses use "
+                "algorithm='localized_subgradient' or 'clipped_gd'.")
+
+    def n_quantiles(self, spec):
+        """Number of private quantiles a run releases."""
+        return 0
+
+    def needs_public_smoothness(self):
+        """Whether this configuration's privacy conditions need ``ProblemSpec.public_smoothness``."""
+        return False
+
+    def check_budget(self, spec, budget):
+        """Raise ``ValueError`` if the calibrated budget breaks a condition of the privacy proof.
+
+        Called once, after calibration and before anything is spent.
+        """
+
+    def plan(self, spec, budget):
+        """The exact privacy event of a run at ``budget`` (public inputs only)."""
+        raise NotImplementedError
+
+    def run(self, spec, problem, budget, rng):
+        """Solve ``problem`` (a :class:`~skdp.solvers.GLMProblem` matching ``spec``)."""
+        raise NotImplementedError
+
+
+_REGISTRY = {}
+
+
+def register_solver(cls):
+    """Class decorator: make a solver available by its ``name`` (a later registration replaces it)."""
+    if not (isinstance(cls, type) and issubclass(cls, Solver) and cls.name):
+        raise TypeError("register_solver expects a Solver subclass with a name.")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_solver(name):
+    """The solver class registered under ``name``."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"Unknown algorithm {name!r}; choose one of {solver_names()}.") from None
+
+
+def solver_names(family=None):
+    """Names of the registered solvers (of one ``family``, or all), in registration order."""
+    return tuple(name for name, cls in _REGISTRY.items() if family is None or cls.family == family)

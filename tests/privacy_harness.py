@@ -1,0 +1,125 @@
+"""The privacy harness shared by the solver and estimator tests.
+
+* :func:`neighbours` — standardised-looking rows with an intercept column, and a
+  neighbouring dataset in which one row is replaced by an extreme outlier;
+* :class:`CoupledProblem` — a :class:`~skdp.solvers.GLMProblem` that answers every
+  clipped-gradient query on the neighbouring dataset too, at the same iterate, and
+  logs how far the two answers are apart relative to their claimed sensitivity
+  (``2 clip``) and which rows each query read; the coupling survives the problem
+  transformations the solvers use (a subset of rows, another loss, truncation);
+* :func:`record_releases` — every Gaussian or Laplace release of a run, with the
+  exact value before the noise and its event (from :mod:`skdp.mechanisms`);
+* :func:`assert_event_as_planned` — the released event costs what the plan said.
+"""
+
+import math
+
+import numpy as np
+
+from skdp.mechanisms import clip_rows
+from skdp.mechanisms._audit import record_releases
+from skdp.solvers import GLMProblem
+
+__all__ = ["neighbours", "CoupledProblem", "record_releases", "assert_event_as_planned"]
+
+
+def neighbours(n=400, d=4, seed=0, row=None):
+    """Rows clipped to ``sqrt(d) + 3`` plus an intercept column, and a neighbour with one extreme row.
+
+    Returns
+    -------
+    X, y, X2, y2 : arrays
+        ``X2, y2`` differ from ``X, y`` in row ``i`` only: features of size 1e6
+        (clipped to the row bound) and a label of -1e6 times the sign of the seed.
+    row_bound : float
+        The norm bound of the rows (intercept column included).
+    i : int
+    """
+    rng = np.random.default_rng(seed)
+    A = math.sqrt(d) + 3
+    X = np.hstack([clip_rows(rng.standard_t(3, size=(n, d)), A), np.ones((n, 1))])
+    y = X[:, :d] @ rng.normal(size=d) + rng.standard_t(2.5, size=n)
+    X2, y2 = X.copy(), y.copy()
+    i = int(rng.integers(n)) if row is None else int(row)
+    X2[i, :d] = clip_rows(np.full((1, d), 1e6 * (-1) ** seed), A)[0]  # 1e6 before row clipping
+    y2[i] = -1e6 * (-1) ** seed
+    return X, y, X2, y2, math.hypot(A, 1.0), i
+
+
+class CoupledProblem(GLMProblem):
+    """A GLMProblem that evaluates every clipped-gradient query on a neighbouring dataset too.
+
+    Parameters
+    ----------
+    X, y, X2, y2 : arrays
+        The two datasets (same shape).
+    loss, penalty, radius, row_bound : as for GLMProblem
+    intercept : bool
+    l1 : ndarray, optional
+    active, active2 : boolean arrays, optional
+        Rows that are not dummies, on each dataset.
+
+    Attributes
+    ----------
+    checks : list of float
+        ``||answer - answer on the neighbour|| / (2 clip)`` of every query: at most
+        1 when every release respects its sensitivity.
+    queries : list of ndarray
+        The row indices (in the original numbering) of every query.
+    batches : list of ndarray
+        The rows of every :meth:`subset` taken (a solver's disjoint batches).
+    """
+
+    def __init__(self, X, y, X2, y2, loss, penalty, radius, row_bound, intercept=True, l1=None, active=None,
+                 active2=None, _log=None, _index=None):
+        super().__init__(X, y, loss, penalty, radius, row_bound, intercept=intercept, active=active, l1=l1)
+        self.other = GLMProblem(X2, y2, loss, penalty, radius, row_bound, intercept=intercept, active=active2,
+                                l1=l1)
+        self._log = _log if _log is not None else {"checks": [], "queries": [], "batches": []}
+        self.index = np.arange(len(y)) if _index is None else _index
+
+    @property
+    def checks(self):
+        return self._log["checks"]
+
+    @property
+    def queries(self):
+        return self._log["queries"]
+
+    @property
+    def batches(self):
+        return self._log["batches"]
+
+    def clipped_gradient_sum(self, w, clip, rows=None):
+        a = super().clipped_gradient_sum(w, clip, rows)
+        b = self.other.clipped_gradient_sum(w, clip, rows)
+        self._log["checks"].append(float(np.linalg.norm(a - b)) / (2.0 * clip))
+        self._log["queries"].append(self.index if rows is None else self.index[rows])
+        return a
+
+    def _copy(self, index=slice(None), loss=None, active=None, active2=None):
+        return CoupledProblem(self.X[index], self.y[index], self.other.X[index], self.other.y[index],
+                              self.loss if loss is None else loss, self.penalty, self.radius, self.row_bound,
+                              intercept=self.intercept, l1=self.l1,
+                              active=self.active[index] if active is None else active,
+                              active2=self.other.active[index] if active2 is None else active2,
+                              _log=self._log, _index=self.index[index])
+
+    def subset(self, index):
+        self._log["batches"].append(self.index[index])
+        return self._copy(index)
+
+    def with_loss(self, loss):
+        return self._copy(loss=loss)
+
+    def truncated(self, threshold):
+        return self._copy(active=self.lipschitz_bounds() <= threshold,
+                          active2=self.other.lipschitz_bounds() <= threshold)
+
+
+def assert_event_as_planned(released, planned, deltas=(1e-4, 1e-6), rel=1e-9):
+    """The released event costs exactly the planned one at every delta (and never more)."""
+    for delta in deltas:
+        r, p = released.epsilon(delta), planned.epsilon(delta)
+        assert r <= p * (1 + rel) + 1e-12, (delta, r, p)
+        assert math.isclose(r, p, rel_tol=rel, abs_tol=1e-12), (delta, r, p)
