@@ -1,6 +1,14 @@
 """skdp: scikit-learn estimators that learn with differential privacy."""
 
-from .accounting import BudgetAccountant, BudgetExceededError, LowBudgetWarning, PrivacyLeakWarning
+from ._validation import InvalidParameterError
+from .accounting import (
+    AmbiguousAccountantError,
+    BudgetAccountant,
+    BudgetExceededError,
+    DetachedAccountantError,
+    LowBudgetWarning,
+    PrivacyLeakWarning,
+)
 from .linear_model import DPHeavyTailRegressor
 
 __version__ = "0.1.0.dev0"
@@ -9,6 +17,9 @@ __all__ = [
     "DPHeavyTailRegressor",
     "BudgetAccountant",
     "BudgetExceededError",
+    "DetachedAccountantError",
+    "AmbiguousAccountantError",
+    "InvalidParameterError",
     "LowBudgetWarning",
     "PrivacyLeakWarning",
     "__version__",

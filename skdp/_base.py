@@ -21,9 +21,11 @@ cloned or pickled inside a ``with BudgetAccountant(...)`` block remembers that
 block, so fits in joblib worker threads and processes charge it too.
 
 Noise: ``random_state=None`` draws from operating-system entropy. With a seed,
-the ``k``-th fit charged to a ledger the user created with that seed draws from
-the stream ``(seed, k)`` (see :mod:`skdp.accounting.budget`), so cloned
-estimators in a grid search never share noise.
+a fit charged to a ledger the user created as its ``k``-th entry draws from the
+stream ``(seed, k)`` (see :mod:`skdp.accounting.budget`), so cloned estimators
+in a grid search never share noise. On the implicit ledger a seed gives
+scikit-learn's reproducibility (same seed, same noise); reusing it warns with
+:class:`~skdp.PrivacyLeakWarning`.
 """
 
 import math
@@ -94,6 +96,9 @@ class DPEstimatorMixin:
         if rs is None:
             return None
         if isinstance(rs, numbers.Integral):
+            if not 0 <= int(rs) < 2**32:
+                # Checked before the budget is reserved (numpy's generators refuse negative seeds).
+                raise ValueError(f"An integer random_state must lie in [0, 2**32); got {rs!r}.")
             return (int(rs),)
         if isinstance(rs, np.random.Generator):
             return tuple(int(v) for v in rs.integers(0, 2**63, size=4))
@@ -146,8 +151,17 @@ class DPEstimatorMixin:
             raise TypeError("planned_event must be a PrivacyEvent.")
         accountant = self._resolve_accountant()
         material = self._noise_seed_material()
-        entry, stream = accountant._reserve(planned_event, delta=self.delta, noise_tag=material)
+        entry, stream, shared = accountant._reserve(planned_event, delta=self.delta, noise_seed=material)
         self._log(f"reserved {planned_event!r}")
+        if shared:
+            warnings.warn(
+                f"{type(self).__name__} was fitted with random_state={self.random_state!r}, a seed an "
+                "earlier fit charged to the implicit ledger (no accountant, no `with BudgetAccountant()` "
+                "block) already used: if the data differ, the two models share their noise and together are "
+                "not private (their difference has none). The implicit ledger now reports an infinite total. "
+                "Use random_state=None for releases, or a BudgetAccountant, on which every fit draws its own "
+                "noise stream.",
+                PrivacyLeakWarning, stacklevel=3)
         rng = _noise_generator(material, stream)
         # Floating-point events (overflow, invalid) must not raise under a user's
         # np.seterr(all="raise"): an exception after the reservation is a release.
@@ -191,9 +205,14 @@ class DPEstimatorMixin:
 
 
 def _noise_generator(material, stream):
-    """The fit's generator: OS entropy, the seed itself (stream 0), or the stream ``(seed, stream)``."""
+    """The fit's generator: OS entropy, the seed itself (stream 0), or the stream ``(seed, stream)``.
+
+    Streams are told apart by numpy's spawn key, which is kept separate from the
+    seed's own words, so ``(seed, k)`` never collides with another seed's stream.
+    """
     if material is None:
         return np.random.default_rng()
+    entropy = material[0] if len(material) == 1 else list(material)
     if stream == 0:
-        return np.random.default_rng(material[0] if len(material) == 1 else list(material))
-    return np.random.default_rng(list(material) + [int(stream)])
+        return np.random.default_rng(entropy)
+    return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(int(stream),)))

@@ -4,7 +4,6 @@ Each section is a function that writes to a stream; estimator sections are added
 here as the estimators land.
 """
 
-import math
 
 import numpy as np
 
@@ -90,7 +89,7 @@ def heavy_tail_section(out):
 
     from sklearn.linear_model import HuberRegressor, LinearRegression
 
-    from .heavy_tail import DPHeavyTailRegressor
+    from .linear_model import DPHeavyTailRegressor
 
     rng = np.random.default_rng(0)
     n, d = 2000, 20

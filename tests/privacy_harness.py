@@ -9,7 +9,9 @@
   transformations the solvers use (a subset of rows, another loss, truncation);
 * :func:`record_releases` — every Gaussian or Laplace release of a run, with the
   exact value before the noise and its event (from :mod:`skdp.mechanisms`);
-* :func:`assert_event_as_planned` — the released event costs what the plan said.
+* :func:`assert_event_as_planned` — the released event costs what the plan said;
+* :func:`spec_for` and :func:`run_as_planned` — a solver driven the way the
+  pipeline drives it (check, plan, check_budget, run) on a hand-made problem.
 """
 
 import math
@@ -18,9 +20,10 @@ import numpy as np
 
 from skdp.mechanisms import clip_rows
 from skdp.mechanisms._audit import record_releases
-from skdp.solvers import GLMProblem
+from skdp.solvers import GLMProblem, ProblemSpec, SolverBudget
 
-__all__ = ["neighbours", "CoupledProblem", "record_releases", "assert_event_as_planned"]
+__all__ = ["neighbours", "CoupledProblem", "record_releases", "assert_event_as_planned", "spec_for",
+           "run_as_planned"]
 
 
 def neighbours(n=400, d=4, seed=0, row=None):
@@ -123,3 +126,36 @@ def assert_event_as_planned(released, planned, deltas=(1e-4, 1e-6), rel=1e-9):
         r, p = released.epsilon(delta), planned.epsilon(delta)
         assert r <= p * (1 + rel) + 1e-12, (delta, r, p)
         assert math.isclose(r, p, rel_tol=rel, abs_tol=1e-12), (delta, r, p)
+
+
+def spec_for(problem, **changes):
+    """The public :class:`~skdp.solvers.ProblemSpec` of ``problem``, with ``changes`` applied.
+
+    ``ridge`` is set when every feature coefficient carries a positive ridge
+    weight (the intercept excluded), as the estimators declare it.
+    """
+    free = problem.free_coordinates() > 0
+    fields = dict(n_samples=problem.n_samples, n_coef=problem.n_coef, loss=problem.loss,
+                  intercept=bool(problem.intercept), l1=problem.has_l1,
+                  ridge=bool(free.any() and np.all(problem.penalty[free] > 0)), radius=problem.radius)
+    fields.update(changes)
+    return ProblemSpec(**fields)
+
+
+def run_as_planned(solver, problem, mu, quantile_epsilon, rng, **spec_changes):
+    """Check, plan and run ``solver`` on ``problem`` in the pipeline's order.
+
+    Returns
+    -------
+    result : SolverResult
+    planned : PrivacyEvent
+        The event :meth:`~skdp.solvers.Solver.plan` gave before the run.
+    """
+    spec = spec_for(problem, **spec_changes)
+    budget = SolverBudget(mu, quantile_epsilon)
+    solver.check(spec)
+    planned = solver.plan(spec, budget)
+    solver.check_budget(spec, budget)
+    if isinstance(rng, (int, np.integer)):
+        rng = np.random.default_rng(rng)
+    return solver.run(spec, problem, budget, rng), planned

@@ -5,8 +5,11 @@ from pathlib import Path
 
 import skdp
 import skdp.accounting
+import skdp.linear_model
 import skdp.losses
 import skdp.mechanisms
+import skdp.solvers
+import skdp.solvers.heavy_tail
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,10 +20,12 @@ def test_top_level_exports():
         assert getattr(skdp, name) is getattr(skdp.accounting, name)
     assert issubclass(skdp.PrivacyLeakWarning, RuntimeWarning)
     assert "DPHeavyTailRegressor" in skdp.__all__
+    assert skdp.DPHeavyTailRegressor is skdp.linear_model.DPHeavyTailRegressor
 
 
 def test_every_listed_name_exists():
-    for module in (skdp, skdp.accounting, skdp.mechanisms, skdp.losses):
+    for module in (skdp, skdp.accounting, skdp.mechanisms, skdp.losses, skdp.linear_model, skdp.solvers,
+                   skdp.solvers.heavy_tail):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
 

@@ -30,7 +30,7 @@ from sklearn.linear_model import QuantileRegressor
 sys.path.insert(0, str(Path(__file__).parent))
 from tasks import contaminated  # noqa: E402
 
-from skdp import DPHeavyTailRegressor  # noqa: E402
+from skdp import BudgetAccountant, DPHeavyTailRegressor  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 FIELDS = ["n", "quantile", "epsilon", "seed", "method", "risk", "bayes_risk", "fit_time"]
@@ -63,7 +63,8 @@ def run_cell(cell):
             record("sklearn_quantile", "", ref, time.perf_counter() - t0)
         for eps in EPSILONS:
             for method in methods:
-                kwargs = dict(loss, epsilon=eps, random_state=10_000 * seed + 7)
+                # Each fit gets a ledger of its own (fits run in worker processes).
+                kwargs = dict(loss, epsilon=eps, random_state=10_000 * seed + 7, accountant=BudgetAccountant())
                 if method != "auto":
                     kwargs["algorithm"] = method
                 with warnings.catch_warnings():

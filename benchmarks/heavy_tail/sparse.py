@@ -30,7 +30,7 @@ from sklearn.linear_model import ElasticNet, Lasso
 sys.path.insert(0, str(Path(__file__).parent))
 from tasks import sparse  # noqa: E402
 
-from skdp import DPHeavyTailRegressor  # noqa: E402
+from skdp import BudgetAccountant, DPHeavyTailRegressor  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 FIELDS = ["n", "l1_ratio", "epsilon", "seed", "method", "mse", "bayes", "f1", "nnz", "fit_time"]
@@ -68,8 +68,9 @@ def run_cell(cell):
                    time.perf_counter() - t0)
         for eps in EPSILONS:
             for method in methods:
+                # Each fit gets a ledger of its own (fits run in worker processes).
                 model = DPHeavyTailRegressor(epsilon=eps, alpha=ALPHA, l1_ratio=l1_ratio, algorithm=method,
-                                             random_state=10_000 * seed + 7)
+                                             random_state=10_000 * seed + 7, accountant=BudgetAccountant())
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     t0 = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Benchmark tasks for DPHeavyTailRegressor (specs/anchors.md section 1.8).
+"""Benchmark tasks for DPHeavyTailRegressor.
 
 * ``contaminated``: n training rows, d = 20, x ~ N(0, I), w ~ N(0, I),
   y = x.w + Student-t(2.5) noise; in 1% of the training rows x is multiplied by

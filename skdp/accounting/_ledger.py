@@ -49,14 +49,14 @@ class Entry:
         What was (or is reserved to be) released.
     delta : float
         The delta at which the caller stated the event's guarantee.
-    noise_tag : tuple or None
-        The public seed material of the fit's noise (None: operating-system entropy).
+
+    A ledger holds events only: never data, and never the seeds of the noise
+    (from which the noise of a published model could be rebuilt).
     """
 
     key: str
     event: object
     delta: float
-    noise_tag: tuple = None
 
 
 class MemoryStore:
@@ -113,8 +113,9 @@ class FileStore:
         self._pid = os.getpid()
         if owner:
             # The process that created the file removes it when the accountant is
-            # collected or the interpreter exits.
-            weakref.finalize(self, _remove_quietly, self.path)
+            # collected or the interpreter exits; a forked child inherits the
+            # finalizer but must not remove its parent's ledger.
+            weakref.finalize(self, _remove_if_owner, self.path, os.getpid())
 
     @classmethod
     def create(cls, entries=()):
@@ -130,6 +131,10 @@ class FileStore:
 
     def reachable(self):
         return os.path.exists(self.path)
+
+    def cached(self):
+        """The entries read so far (what this process knew when the file was last reachable)."""
+        return list(self._entries)
 
     # -- locking and reading ------------------------------------------------------------------
     def _open(self):
@@ -148,12 +153,17 @@ class FileStore:
             with self._open() as fh:
                 _lock_file(fh)
                 try:
-                    self._read_new(fh)
+                    if self._read_new(fh):
+                        # A writer died in the middle of a record: its torn tail is cut off
+                        # (under the lock nobody else is writing), so that the records
+                        # appended next are read by every process.
+                        fh.truncate(self._offset)
                     return fn(fh)
                 finally:
                     _unlock_file(fh)
 
     def _read_new(self, fh):
+        """Apply the records appended since the last visit; True when a torn tail follows them."""
         fh.seek(self._offset)
         data = fh.read()
         pos = 0
@@ -161,10 +171,15 @@ class FileStore:
             (length,) = _HEADER.unpack_from(data, pos)
             end = pos + _HEADER.size + length
             if end > len(data):
-                break  # a record still being written by a process that crashed: ignore its tail
-            self._apply(pickle.loads(data[pos + _HEADER.size:end]))
+                break  # the record of a writer that died mid-write
+            try:
+                record = pickle.loads(data[pos + _HEADER.size:end])
+            except Exception:  # noqa: BLE001 - a torn header that happens to fit: stop here
+                break
+            self._apply(record)
             pos = end
         self._offset += pos
+        return pos < len(data)
 
     def _apply(self, record):
         if record[0] == "add":
@@ -177,10 +192,14 @@ class FileStore:
                     break
 
     def _write(self, fh, record):
-        fh.seek(0, os.SEEK_END)
         blob = _record(record)
-        fh.write(blob)
-        fh.flush()  # visible to other processes through the page cache; durability is not needed
+        fh.seek(self._offset)
+        try:
+            fh.write(blob)
+            fh.flush()  # visible to other processes through the page cache; durability is not needed
+        except BaseException:
+            fh.truncate(self._offset)  # never leave a torn record behind
+            raise
         # This process has already applied the record; skip it on the next read.
         self._offset = fh.tell()
 
@@ -215,7 +234,9 @@ def _record(record):
     return _HEADER.pack(len(blob)) + blob
 
 
-def _remove_quietly(path):
+def _remove_if_owner(path, owner_pid):
+    if os.getpid() != owner_pid:
+        return
     for target, remove in ((path, os.remove), (os.path.dirname(path), os.rmdir)):
         try:
             remove(target)

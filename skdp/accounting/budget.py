@@ -26,16 +26,25 @@ Design notes
   the block its parent had open. Outside every block, fits are recorded by an
   implicit process-wide ledger without a budget.
 * Fits compose as events: ten rho-zCDP fits cost ``10 rho``, converted once.
-* Noise: on a ledger the user created, the ``k``-th fit with the same integer
-  ``random_state`` draws its noise from the stream ``(seed, k)``, so no two fits
-  charged to one ledger share noise (their composition is then valid) and a rerun
-  on a fresh ledger reproduces every model. The implicit ledger keeps
-  scikit-learn's rule (same seed, same noise), so its total is not a guarantee
-  for fits that share a seed.
+* Noise: on a ledger the user created, a fit with a fixed ``random_state`` that
+  is the ``k``-th entry of the ledger draws its noise from the stream
+  ``(seed, k)``, so no two fits charged to one ledger share noise (their
+  composition is then valid) and a rerun on a fresh ledger reproduces every
+  model. The implicit ledger keeps scikit-learn's rule (same seed, same noise);
+  when it sees a seed again (compared in this process by salted digests, never
+  stored) it warns, and its total is reported as infinite from then on.
+  Ledgers never hold seeds: the noise of a published model cannot be rebuilt
+  from them.
+* Worker processes: a fit in a child process (joblib's loky workers,
+  ``multiprocessing``) that has neither an explicit accountant nor a ledger
+  remembered from its parent refuses before spending: it would charge a ledger
+  nobody can see.
 """
 
 import contextvars
+import hashlib
 import math
+import multiprocessing
 import os
 import threading
 import uuid
@@ -98,7 +107,8 @@ def _restore_accountant(uid, state):
         if live is not None:
             return live
         acc = BudgetAccountant.__new__(BudgetAccountant)
-        acc._init_state(state["epsilon"], state["delta"], uid=uid, implicit=state.get("implicit", False))
+        acc._init_state(state["epsilon"], state["delta"], uid=uid, implicit=state.get("implicit", False),
+                        owner_pid=state.get("owner_pid"))
         path = state.get("path")
         if path is not None and os.path.exists(path):
             acc._store = FileStore(path)
@@ -182,12 +192,18 @@ class BudgetAccountant:
         self._store = MemoryStore()
         self._detached = False
 
-    def _init_state(self, epsilon, delta, uid, implicit=False):
+    def _init_state(self, epsilon, delta, uid, implicit=False, owner_pid=None):
         self._epsilon = epsilon
         self._delta = delta
         self._uid = uid
         self._implicit = implicit
         self._pid = os.getpid()  # a forked child inherits the object, not an in-memory ledger
+        self._owner_pid = os.getpid() if owner_pid is None else owner_pid  # the process that created it
+        self._lock = threading.RLock()  # guards the store across its move to a file
+        # Implicit ledger only: salted digests of the seeds it has seen, in this process's memory.
+        self._salt = os.urandom(16)
+        self._seed_digests = set()
+        self._shares_noise = False
         with _MODULE_LOCK:
             _REGISTRY[uid] = self
 
@@ -203,12 +219,18 @@ class BudgetAccountant:
         return self._delta
 
     def _snapshot(self):
-        try:
-            return self._store.snapshot()
-        except UnreachableStoreError:
-            self._store = MemoryStore()
-            self._detached = True
-            return []
+        with self._lock:
+            try:
+                return self._store.snapshot()
+            except UnreachableStoreError:
+                self._lose_store()
+                return self._store.snapshot()
+
+    def _lose_store(self):
+        """The shared file is gone: keep what this process read of it, detached."""
+        cached = self._store.cached() if isinstance(self._store, FileStore) else self._store.snapshot()
+        self._store = MemoryStore(cached)
+        self._detached = True
 
     @property
     def events(self):
@@ -249,7 +271,14 @@ class BudgetAccountant:
     def spent(self):
         entries = self._snapshot()
         delta = self._reporting_delta(entries)
+        if self._shares_noise:
+            return PrivacySpent(math.inf, delta)  # fits with shared noise compose to nothing
         return PrivacySpent(self._total_epsilon(entries, delta), delta)
+
+    @property
+    def shares_noise(self):
+        """True when two fits charged to this (implicit) ledger drew their noise from one seed."""
+        return self._shares_noise
 
     def spent_at(self, delta):
         """Total epsilon of everything charged so far, measured at ``delta``."""
@@ -311,36 +340,44 @@ class BudgetAccountant:
         """
         self._reserve(event, delta)
 
-    def _reserve(self, event, delta=0.0, noise_tag=None):
-        """Atomically check and record ``event``; return ``(entry, stream)`` to settle it later.
+    def _reserve(self, event, delta=0.0, noise_seed=None):
+        """Atomically check and record ``event``; return ``(entry, stream, shared)`` to settle it later.
 
-        ``stream`` is the number of earlier fits on this ledger whose noise used
-        the same seed material ``noise_tag`` (always 0 on the implicit ledger and
-        for ``noise_tag=None``): the fit draws its noise from ``(seed, stream)``.
+        ``stream`` is the position of the entry in this ledger (0 on the implicit
+        ledger and without a seed): a fit with a fixed seed draws its noise from
+        ``(seed, stream)``. ``shared`` is True when the implicit ledger has
+        already seen ``noise_seed`` (the fit then shares noise with an earlier one).
         """
         delta = self._validate_event(event, delta)
         self._check_attached()
-        entry = Entry(uuid.uuid4().hex, event, delta, None if noise_tag is None else tuple(noise_tag))
-        outcome = {}
+        entry = Entry(uuid.uuid4().hex, event, delta)
+        outcome = {"stream": 0}
 
         def accept(entries):
             exceeded, detail = self._exceeds(entries)
             if exceeded:
                 outcome["detail"] = detail
                 return False
-            if entry.noise_tag is not None and not self._implicit:
-                outcome["stream"] = sum(1 for e in entries[:-1] if e.noise_tag == entry.noise_tag)
+            if noise_seed is not None and not self._implicit:
+                outcome["stream"] = len(entries) - 1
             return True
 
-        try:
-            accepted = self._store.append_if(entry, accept)
-        except UnreachableStoreError:
-            self._detached = True
-            self._check_attached()
-            raise
-        if not accepted:
-            raise BudgetExceededError(self._exceeded_message(event, outcome["detail"]))
-        return entry, outcome.get("stream", 0)
+        with self._lock:
+            try:
+                accepted = self._store.append_if(entry, accept)
+            except UnreachableStoreError:
+                self._lose_store()
+                self._check_attached()
+                raise
+            if not accepted:
+                raise BudgetExceededError(self._exceeded_message(event, outcome["detail"]))
+            shared = False
+            if noise_seed is not None and self._implicit:
+                digest = hashlib.blake2b(repr(tuple(noise_seed)).encode(), key=self._salt).digest()
+                shared = digest in self._seed_digests
+                self._seed_digests.add(digest)
+                self._shares_noise = self._shares_noise or shared
+        return entry, outcome["stream"], shared
 
     def _settle(self, entry, event):
         """Replace a reservation by the event actually released.
@@ -353,7 +390,8 @@ class BudgetAccountant:
             raise TypeError(f"Expected a PrivacyEvent; got {type(event).__name__}.")
         if isinstance(entry, tuple):
             entry = entry[0]
-        self._store.replace(entry.key, event)
+        with self._lock:
+            self._store.replace(entry.key, event)
         exceeded, detail = self._exceeds(self._snapshot())
         if exceeded:
             raise BudgetExceededError(
@@ -374,17 +412,23 @@ class BudgetAccountant:
         The copy keeps the entries it had when it was pickled; the original
         ledger is not charged by it.
         """
-        if not self.detached:
-            return self
-        entries = self._store.snapshot() if isinstance(self._store, MemoryStore) else []
-        self._store = MemoryStore(entries)
-        self._detached = False
-        self._pid = os.getpid()
+        with self._lock:
+            if not self.detached:
+                return self
+            if isinstance(self._store, FileStore):
+                self._lose_store()
+            self._store = MemoryStore(self._store.snapshot())
+            self._detached = False
+            self._pid = os.getpid()
         return self
 
     def _share(self):
-        """Move the entries to a file that other processes of this machine can charge."""
-        with _MODULE_LOCK:
+        """Move the entries to a file that other processes of this machine can charge.
+
+        Under the ledger's lock, so that no reservation or settlement made
+        meanwhile is lost between the copy and the swap.
+        """
+        with self._lock:
             if isinstance(self._store, MemoryStore) and not self.detached:
                 self._store = FileStore.create(self._store.snapshot())
 
@@ -428,6 +472,7 @@ class BudgetAccountant:
         # ledger first, so that the worker's copy charges it.
         self._share()
         state = {"epsilon": self._epsilon, "delta": self._delta, "implicit": self._implicit,
+                 "owner_pid": self._owner_pid,
                  "path": self._store.path if isinstance(self._store, FileStore) else None,
                  "entries": self._snapshot()}
         return _restore_accountant, (self._uid, state)
@@ -507,20 +552,25 @@ def resolve_default(inherited=None):
 
     ``inherited`` is the default remembered when the estimator was cloned or
     pickled (possibly in another process): it is used when the current context
-    has no block of its own and its ledger can be reached.
+    has no block of its own and its ledger can be reached. A remembered implicit
+    ledger counts only in a process other than the one that owns it (a worker
+    recording in its parent's ledger): in its own process, an open block wins.
 
     Raises
     ------
     AmbiguousAccountantError
         When several blocks are open in other threads and none in this one, or
         the estimator was copied in such a state.
+    DetachedAccountantError
+        In a child process, when there is no ledger of the parent to charge.
     """
     blocks = _CONTEXT_BLOCKS.get()
     if blocks:
         return blocks[-1]
     if inherited is AMBIGUOUS:
         raise AmbiguousAccountantError(_AMBIGUOUS_MESSAGE)
-    if inherited is not None and not inherited.detached:
+    if (inherited is not None and not inherited.detached
+            and not (inherited._implicit and inherited._owner_pid == os.getpid())):
         return inherited
     # An inherited ledger that cannot be reached (its process has ended) no longer
     # applies: this process's default does.
@@ -529,8 +579,16 @@ def resolve_default(inherited=None):
         raise AmbiguousAccountantError(_AMBIGUOUS_MESSAGE)
     if block is not None:
         return block
+    if multiprocessing.parent_process() is not None:
+        raise DetachedAccountantError(_WORKER_MESSAGE)
     return _implicit_default()
 
+
+_WORKER_MESSAGE = (
+    "This fit runs in a worker process and has no ledger to charge: it has no accountant of its own and "
+    "none was remembered from the parent process, so its spend would be recorded where nobody can see it. "
+    "Nothing was read from the data. Pass accountant=BudgetAccountant(...) created in the parent process "
+    "(it is shared with the workers), or build the estimator in the parent and send it to the workers.")
 
 _AMBIGUOUS_MESSAGE = (
     "Several `with BudgetAccountant(...)` blocks are open in other threads and this thread has none, so "

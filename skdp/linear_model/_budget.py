@@ -99,8 +99,8 @@ def choose_scaling(scaling, n_samples, n_features, fit_intercept, solver_quantil
 
     if scaling != "auto":
         if modes is not None and scaling not in modes:
-            raise ValueError(f"This solver's schedule needs a public smoothness bound, so scaling must be one "
-                             f"of {modes} (got scaling={scaling!r}).")
+            raise ValueError(f"This solver's schedule needs a public smoothness bound, so scaling must be "
+                             f"one of {modes} (got scaling={scaling!r}).")
         return scaling, eps_for(scaling)
     if modes is not None:
         return modes[0], eps_for(modes[0])
@@ -143,8 +143,8 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     spec = make_spec("robust" if modes else "none")
 
     def tier(solver, cap=MAX_SCALING_SHARE, modes=modes):
-        return choose_scaling(scaling, n, d, fit_intercept, solver.n_quantiles(spec), rho_total, scaling_share,
-                              cap, modes)
+        return choose_scaling(scaling, n, d, fit_intercept, solver.n_quantiles(spec), rho_total,
+                              scaling_share, cap, modes)
 
     mode, eps_q = tier(solver)
     if scaling_share == "auto" and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
@@ -154,7 +154,8 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
             # quantiles that remain.
             solver = fewer
             mode, eps_q = tier(solver, STARVED_SCALING_SHARE)
-    if scaling == "auto" and scaling_share == "auto" and modes is None and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
+    starved = eps_q * n < MIN_QUANTILE_EPS_TIMES_N
+    if scaling == "auto" and scaling_share == "auto" and modes is None and starved:
         # Still starved: two scaling quantiles, and a public clip for solvers that would
         # spend a quantile on their per-sample gradient clip.
         if (solver.capabilities.public_clip and schedule == "practical" and solver.n_quantiles(spec) > 0
@@ -163,10 +164,10 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         mode, eps_q = tier(solver, MINIMAL_SCALING_SHARE, ("minimal",))
     if mode != "none" and eps_q * n < STARVED_EPS_TIMES_N:
         warnings.warn(
-            f"With epsilon={epsilon:g} and {n} rows the private quantiles that locate and scale the data get "
-            f"epsilon * n = {eps_q * n:.0f}; below about {STARVED_EPS_TIMES_N:.0f} they are unreliable and the "
-            "fit can be far off. Standardise X and y with public knowledge and use scaling='none', or use a "
-            "larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
+            f"With epsilon={epsilon:g} and {n} rows the private quantiles that locate and scale the "
+            f"data get epsilon * n = {eps_q * n:.0f}; below about {STARVED_EPS_TIMES_N:.0f} they are "
+            "unreliable and the fit can be far off. Standardise X and y with public knowledge and use "
+            "scaling='none', or use a larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
     spec = make_spec(mode)
     standardiser = PrivateStandardiser(mode, eps_q, fit_intercept)
     pre_event = standardiser.planned_event(d)
@@ -176,8 +177,10 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         # A relative margin of 1e-10 absorbs the rounding between the planned event
         # (unit sensitivities) and the released one (actual thresholds).
         guess = 1.0 / max(dp_to_gdp(epsilon, delta), 1e-12)
-        scale = calibrate_scale(lambda s: Sequential([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q))]),
-                                epsilon * (1.0 - 1e-10), delta, initial=guess, rtol=1e-7)
+        def planned(s):
+            return Sequential([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q))])
+
+        scale = calibrate_scale(planned, epsilon * (1.0 - 1e-10), delta, initial=guess, rtol=1e-7)
         mu = 1.0 / scale
     budget = SolverBudget(mu, eps_q)
     solver.check_budget(spec, budget)

@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._base import DPEstimatorMixin
-from .._validation import Interval, Options
+from .._validation import Interval, InvalidParameterError, Options
 from ..losses import AbsoluteLoss, CallableLoss, HuberLoss, QuantileLoss, SquaredLoss
 from ..solvers import Solver, SolverOptions, solver_names
 from ._pipeline import PrivateLinearModel
@@ -46,8 +46,10 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     epsilon : float > 0, default=1.0
         Privacy budget of one fit. ``inf`` fits without noise (not private;
         warns with :class:`~skdp.PrivacyLeakWarning`).
-    delta : float in [0, 1), default=1e-5
-        Privacy parameter delta; choose it well below ``1 / n_samples``.
+    delta : float in (0, 1), default=1e-5
+        Privacy parameter delta; choose it well below ``1 / n_samples`` (a
+        fit warns with :class:`~skdp.PrivacyLeakWarning` when it is not below
+        it). The solvers add Gaussian noise, so delta must be positive.
     loss : {"squared", "huber", "absolute", "quantile"} or callable, default="squared"
         The per-row loss of the residual. A callable ``f(prediction, y) ->
         (values, derivatives)`` is accepted by ``algorithm="localized"`` and
@@ -246,6 +248,12 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    def _check_parameters(self):
+        if float(self.delta) == 0.0:
+            raise InvalidParameterError(
+                "The 'delta' parameter of DPHeavyTailRegressor must be in (0, 1): its solvers add Gaussian "
+                "noise, whose guarantee needs delta > 0 (pure DP, delta=0, is not available). Got delta=0.")
+
     # -- the routing table of algorithm="auto" (public inputs only) ---------------------------
     def _choose_algorithm(self, n_samples, n_features):
         if callable(self.loss):
@@ -275,7 +283,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
 
     # -- the problem in solver units ------------------------------------------------------------
     def _solver_options(self):
-        return SolverOptions(schedule=self.schedule, max_iter=None if self.max_iter == "auto" else int(self.max_iter),
+        max_iter = None if self.max_iter == "auto" else int(self.max_iter)
+        return SolverOptions(schedule=self.schedule, max_iter=max_iter,
                              moment_order=self.moment_order, moment_bound=self.moment_bound,
                              second_moment_bound=self.second_moment_bound,
                              huber_auto=(self.loss == "huber" and self.huber_delta == "auto"))

@@ -23,12 +23,13 @@ target is validated.
 """
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
-from ..accounting import Sequential
+from ..accounting import PrivacyLeakWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver
 from ._budget import plan_budget
 from ._standardise import COEF_RADIUS
@@ -76,26 +77,55 @@ class PrivateLinearModel(DPEstimatorMixin):
         return False
 
     def _validate_fit_data(self, X, y):
-        return validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        """Validate X and a numeric target (every check here runs before anything is spent)."""
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=[np.float64, np.float32])
+        if y.dtype.kind not in "biuf":
+            try:  # numeric strings ("1.5") are numbers; anything else is refused before any spend
+                y = y.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{type(self).__name__} needs a numeric target y; got values of dtype "
+                                 f"{y.dtype}. Nothing was spent.") from None
+            if not np.all(np.isfinite(y)):
+                raise ValueError("Input y contains NaN or infinity. Nothing was spent.")
+        return X, y
 
     # -- the pipeline ----------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Fit the private model.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Finite real values (the data domain of the privacy guarantee).
         y : array-like of shape (n_samples,)
+        **fit_params
+            Only ``sample_weight=None`` is accepted. Weighted fits are refused:
+            the guarantee bounds the influence of one row, and a weight
+            multiplies it, so a weighted fit would need a public bound on the
+            weights and noise scaled to it.
 
         Returns
         -------
         self
         """
+        self._check_fit_params(fit_params)
         # The accounting and the solvers are written for IEEE arithmetic (underflow to
         # 0, overflow to inf, both handled); a user's np.seterr(all="raise") must not
         # turn those into exceptions, least of all after the budget is reserved.
         with np.errstate(all="ignore"):
             return self._fit(X, y)
+
+    def _check_fit_params(self, fit_params):
+        for name, value in fit_params.items():
+            if name == "sample_weight":
+                if value is not None:
+                    raise TypeError(
+                        f"{type(self).__name__} does not support sample_weight: its privacy guarantee bounds "
+                        "the influence of one row, and a weight multiplies that influence (a weight of 10 "
+                        "is ten people). Replicate or drop rows with public knowledge instead. Nothing was "
+                        "spent.")
+            else:
+                raise TypeError(f"{type(self).__name__}.fit got an unexpected keyword argument {name!r}.")
 
     def _fit(self, X, y):
         self._validate_privacy_params()
@@ -105,6 +135,11 @@ class PrivateLinearModel(DPEstimatorMixin):
         n, d = X.shape
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples; got n_samples = {n}.")
+        if float(self.delta) * n >= 1.0:
+            warnings.warn(
+                f"delta={self.delta:g} is not below 1 / n_samples = {1.0 / n:.3g}: a guarantee with such a "
+                "delta allows releasing a whole record with non-negligible probability. Choose delta at most "
+                f"about 1 / (10 n_samples) = {0.1 / n:.3g}.", PrivacyLeakWarning, stacklevel=3)
         solver = requested if requested is not None else self._configured(self._choose_algorithm(n, d))
         solver.check(self._problem_spec(solver, n, d, "none"))
         plan = plan_budget(epsilon=float(self.epsilon), delta=float(self.delta), n_samples=n, n_features=d,
@@ -121,7 +156,10 @@ class PrivateLinearModel(DPEstimatorMixin):
             return Sequential([scaling_event, result.event]), (result, scaling)
 
         result, scaling = self._run_private(plan.event, private_fit)
-        self.coef_, self.intercept_ = scaling.unscale(result.coef)
+        coef, intercept = scaling.unscale(result.coef)
+        # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
+        self.coef_ = coef.astype(X.dtype, copy=False)
+        self.intercept_ = X.dtype.type(intercept) if X.dtype == np.float32 else float(intercept)
         self.algorithm_ = plan.solver.name
         self.schedule_ = result.schedule
         self.n_iter_ = int(result.schedule.get("n_steps", 0))
@@ -151,7 +189,8 @@ class PrivateLinearModel(DPEstimatorMixin):
             public_smoothness = self._public_smoothness(loss, mode, d)
         return ProblemSpec(n_samples=n, n_coef=d + int(self.fit_intercept), loss=loss,
                            intercept=bool(self.fit_intercept), l1=self._has_l1(), ridge=self._has_ridge(),
-                           schedule=getattr(self, "schedule", "practical"), public_smoothness=public_smoothness,
+                           schedule=getattr(self, "schedule", "practical"),
+                           public_smoothness=public_smoothness,
                            radius=COEF_RADIUS if mode in ("robust", "none") else None)
 
     def _public_smoothness(self, loss, mode, n_features):
@@ -178,11 +217,11 @@ class PrivateLinearModel(DPEstimatorMixin):
         Xs = scaling.transform(X)
         ridge, l1 = self._penalties(scaling, Xs.shape[1])
         return GLMProblem(Xs, scaling.transform_target(y), self._problem_loss(scaling), ridge,
-                          radius=scaling.radius, row_bound=scaling.coef_row_bound, intercept=self.fit_intercept,
-                          unit=scaling.unit, l1=l1)
+                          radius=scaling.radius, row_bound=scaling.coef_row_bound,
+                          intercept=self.fit_intercept, unit=scaling.unit, l1=l1)
 
     # -- prediction (post-processing: no privacy cost) ---------------------------------------------
     def _decision_function(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_ + self.intercept_
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return X @ self.coef_.astype(X.dtype, copy=False) + X.dtype.type(self.intercept_)

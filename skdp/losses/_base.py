@@ -6,13 +6,18 @@ A loss of a linear model is a scalar function of the prediction ``z = x . w``
 coefficient ball of radius ``R`` is ``sup_{|z| <= R ||x||} |derivative| * ||x||``
 and its per-sample smoothness is ``smoothness * ||x||^2``.
 
-The Lipschitzian extension with slope bound ``M`` (paper 004, Def. 2.5; here in
-one dimension) keeps the loss where ``|derivative| <= M`` and continues it
+The Lipschitzian extension with slope bound ``M`` (Asi, Chadha, Cheng and Duchi,
+Definition 2.5; here in one dimension) keeps the loss where ``|derivative| <= M`` and continues it
 linearly with slope ``M`` beyond. For a linear model with slope bound
 ``M = L / ||x||`` it is the infimal convolution of the row's loss with
 ``L ||.||`` in coefficient space, and its gradient is the per-sample gradient
 clipped to norm ``L``: clipping *is* optimising a convex, L-Lipschitz
-objective (paper 004 spec Sec. 1.5).
+objective.
+
+References
+----------
+H. Asi, K. Chadha, G. Cheng and J. C. Duchi, "Private optimization in the
+interpolation regime: faster rates and hardness results", 2022, arXiv:2210.17070.
 """
 
 import numpy as np

@@ -11,10 +11,13 @@ class CallableLoss:
     Contract: ``f`` is a pure function of its arguments that maps arrays of
     predictions and labels to arrays of per-row loss values and derivatives in
     the prediction. Privacy rests on each row's value and derivative depending
-    on that row only, so skdp enforces it: the callable is evaluated on one row
-    at a time (arrays of length 1). A callable that couples rows (residuals
-    centred by the batch mean, say) then sees a single row and cannot mix
-    records; a callable that keeps state across calls is outside the contract.
+    on that row only, so skdp enforces what it can: the callable is evaluated
+    on one row at a time (arrays of length 1), so a callable that couples rows
+    (residuals centred by the batch mean, say) sees a single row and cannot mix
+    records. A callable that keeps state across calls (a running mean in a
+    closure or an object) can still carry one row's value into another's
+    derivative; Python offers no way to prevent that, so such callables are
+    outside the contract and their fits are not private.
 
     Nothing else is assumed for privacy: every per-sample gradient is clipped by
     the solver, and a record whose derivative is not a finite number, or on which
@@ -44,7 +47,9 @@ class CallableLoss:
                 g = np.asarray(g, dtype=float).reshape(-1)
                 if v.size == 1 and g.size == 1:
                     values[i], deriv[i] = v[0], g[0]
-            except Exception:  # noqa: BLE001 - any failure maps to the fixed per-record rule
+            except KeyboardInterrupt:  # the user's interrupt, not the data's: let it through
+                raise
+            except BaseException:  # noqa: BLE001 - any failure maps to the fixed per-record rule
                 pass
         deriv = np.where(np.isfinite(deriv), deriv, 0.0)
         return values.reshape(shape), deriv.reshape(shape)

@@ -6,8 +6,7 @@ minimisers) bounds the distance between *exact* minimisers by
 ``2 L / (mu n)`` when ``G_D`` is the mean of ``n`` per-row losses, each
 ``L``-Lipschitz on the domain, plus a data-independent mu-strongly convex part.
 A numerical solver only approximates the minimiser, so we release a point ``x``
-with a *certificate* ``||x - x*|| <= tol`` and add ``2 tol`` to the sensitivity
-(paper 004 spec Sec. 2.8, paper 003 spec Sec. 3.7).
+with a *certificate* ``||x - x*|| <= tol`` and add ``2 tol`` to the sensitivity.
 
 The certificate is the gradient mapping: with ``x+ = P(x - t grad f(x))`` and a
 step ``t`` that passes the sufficient-decrease test (found by backtracking, so a

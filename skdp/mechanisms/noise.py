@@ -96,7 +96,7 @@ def bounded_laplace_noise(scale, bound, size=None, random_state=None):
 
     The magnitude is an exponential truncated at ``bound`` (inverse-CDF
     sampling), the sign is uniform; this is ``BLap(R, tau)`` of Asi, Liu and
-    Tian (paper 000, Sec. 5).
+    Tian (2024, arXiv:2406.02789, section 5).
 
     Parameters
     ----------
@@ -136,7 +136,7 @@ def bounded_laplace_event(sensitivity, scale, bound, n_draws=1):
     of the Laplace noise, which gives pure ``epsilon = sensitivity / scale``;
     hence the release is ``(epsilon, (1 + e^epsilon) * n_draws * exp(-bound/scale))``-DP.
     For ``epsilon, delta < 1`` and ``bound >= scale * log(4 / delta)`` this
-    recovers Lemma 9 of paper 000.
+    recovers Lemma 9 of Asi, Liu and Tian (2024, arXiv:2406.02789).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""The sparse vector technique with bounded Laplace noise (paper 000, Algorithm 6).
+"""The sparse vector technique with bounded Laplace noise (Asi, Liu and Tian, Algorithm 6).
 
 A stream of queries, each of sensitivity ``sensitivity``, is compared with a
 noisy threshold. The mechanism answers "below" or "above" and halts after
@@ -9,6 +9,13 @@ AboveThreshold run (Dwork and Roth 2014, Thm 3.23): threshold noise of scale
 which the heavy-tail solvers need for deterministic bounds, is within total
 variation ``draws * exp(-bound / R)`` of the Laplace version; that slack enters
 delta with the factor ``1 + e^epsilon``.
+
+References
+----------
+H. Asi, D. Liu and K. Tian, "Private Stochastic Convex Optimization with Heavy
+Tails: Near-Optimality from Simple Reductions", 2024, arXiv:2406.02789 (Algorithm 6).
+
+C. Dwork and A. Roth, "The Algorithmic Foundations of Differential Privacy", 2014.
 """
 
 import math

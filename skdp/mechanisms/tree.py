@@ -1,4 +1,4 @@
-"""Tree aggregation of a stream with Gaussian noise, in Fenwick-tree layout (paper 002, Alg. 5).
+"""Tree aggregation of a stream with Gaussian noise, in Fenwick-tree layout.
 
 Leaf ``t`` is the ``t``-th value of the stream. The node ending at ``m`` covers
 leaves ``m - lowbit(m) + 1 .. m`` and carries its own noise ``xi_m``; the noisy
@@ -9,10 +9,16 @@ prefix sum at time ``t`` adds the nodes along the chain
 Privacy: it is assumed that a record contributes to one leaf only (one pass
 over the data, each record in one step); a record that changes its leaf by at
 most ``leaf_sensitivity`` (L2) changes the nodes that cover that leaf, and no leaf is covered by more than
-``bit_length(n_steps)`` released nodes (the exact layer count; paper 002's
-``ceil(log2 n) + 1`` and ``2 ln n`` are wrong at small n). The whole stream of
+``bit_length(n_steps)`` released nodes (the exact layer count; the
+``ceil(log2 n) + 1`` and ``2 ln n`` of Zhang, Tran and Cutkosky's Algorithm 5 are
+wrong at small n). The whole stream of
 releases is therefore the composition of ``bit_length(n_steps)`` Gaussian
 releases, even when later leaves depend on earlier releases.
+
+References
+----------
+Q. Zhang, H. Tran and A. Cutkosky, "Private Zeroth-Order Nonsmooth Nonconvex
+Optimization", 2024, arXiv:2406.19579 (Algorithm 5).
 """
 
 import numpy as np

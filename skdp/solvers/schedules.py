@@ -18,8 +18,8 @@ def halving_phase_sizes(n):
     Examples
     --------
     >>> from skdp.solvers.schedules import halving_phase_sizes
-    >>> halving_phase_sizes(20)
-    [12, 4, 2, 1, 1]
+    >>> halving_phase_sizes(20)  # phases 8, 4, 2, 1 and the 5 leftover rows in phase 1
+    [13, 4, 2, 1]
     """
     I = int(math.floor(math.log2(n)))
     sizes = [2 ** (I - i) for i in range(1, I + 1)]

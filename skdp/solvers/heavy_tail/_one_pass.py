@@ -1,4 +1,4 @@
-"""What the three one-pass solvers of Lowy and Razaviyayn share ('accelerated', 'averaged_sgd', 'proximal_sgd').
+"""What the one-pass solvers of Lowy and Razaviyayn share: 'accelerated', 'averaged_sgd', 'proximal_sgd'.
 
 All three consume the data the same way: a data-independent random permutation
 is cut into ``T`` consecutive disjoint batches, and step ``t`` releases the
@@ -32,7 +32,7 @@ from .._contract import Capabilities, Solver, SolverResult
 from ..clip_threshold import CLIP_RANGE, derivative_cap, private_clip, public_derivative_bound
 from ..descent import noise_std, noisy_clipped_gradient
 from ..moments import MomentBounds
-from ..schedules import clamp_steps, split_batches
+from ..schedules import clamp_steps, sgd_practical_steps, split_batches
 
 __all__ = ["OnePassSolver", "practical_curvature", "theory_strong_convexity", "step_constants"]
 
@@ -150,7 +150,8 @@ class OnePassSolver(Solver):
     def from_options(cls, options):
         # The practical number of batches is set for accuracy from (n, p, mu);
         # max_iter, when given, fixes it.
-        return cls(schedule=options.schedule, n_steps=options.max_iter, moments=MomentBounds.from_options(options))
+        return cls(schedule=options.schedule, n_steps=options.max_iter,
+                   moments=MomentBounds.from_options(options))
 
     # -- public plan ------------------------------------------------------------------------
     def check(self, spec):
@@ -167,13 +168,14 @@ class OnePassSolver(Solver):
 
     def n_quantiles(self, spec):
         """Private quantiles released by a run: 1 for the practical clip, else 0."""
-        if self.clip is not None or self.schedule == "theory" or public_derivative_bound(spec.loss) is not None:
+        public = self.clip is not None or public_derivative_bound(spec.loss) is not None
+        if public or self.schedule == "theory":
             return 0
         return 1
 
     def practical_steps(self, n, p, mu):
-        """``T`` of the practical schedule from public inputs (overridden per algorithm)."""
-        raise NotImplementedError
+        """``T`` of the practical schedule from public inputs (:func:`sgd_practical_steps` by default)."""
+        return sgd_practical_steps(n, p, mu)
 
     def planned_steps(self, n_samples, n_coef, mu):
         """``T`` when it follows from public inputs alone, else None (theory: it needs ``beta``)."""
@@ -267,7 +269,28 @@ class OnePassSolver(Solver):
         return SolverResult(coef, Sequential(events), schedule)
 
     def _plan(self, problem, mu):
-        """Public plan of the run: ``{"n_steps": T, "clip": C or None, ...}`` (per algorithm)."""
+        """Public plan of the run: ``{"n_steps": T, "clip": C or None}`` and the step constants."""
+        n, p = problem.n_samples, problem.n_coef
+        constants = self._step_constants(problem)  # raises before any data is read
+        if self.n_steps is not None or self.schedule == "practical":
+            T = self.planned_steps(n, p, mu)
+        else:
+            T = self._theory_steps(problem, mu, constants)
+        clip = None
+        if self.schedule == "theory":
+            clip = float(self.clip) if self.clip is not None else self._theory_clip(n, p, mu, T)
+        return {"n_steps": T, "clip": clip, **constants}
+
+    def _step_constants(self, problem):
+        """Constants that shape the steps (smoothness, strong convexity), from public inputs."""
+        return {}
+
+    def _theory_steps(self, problem, mu, constants):
+        """``T`` of the theory schedule."""
+        raise NotImplementedError
+
+    def _theory_clip(self, n, p, mu, T):
+        """The clip threshold of the theory schedule, from the moment bounds."""
         raise NotImplementedError
 
     def _iterate(self, problem, oracle, T, C, mu, plan):

@@ -53,6 +53,7 @@ import numpy as np
 from .._contract import register_solver
 from ..descent import noise_std
 from ..geometry import project_ball
+from ..schedules import clamp_steps
 from ._one_pass import OnePassSolver, practical_curvature
 
 __all__ = ["Accelerated", "ac_sa"]
@@ -97,17 +98,7 @@ def ac_sa(oracle, w0, n_steps, eta, project):
 class Accelerated(OnePassSolver):
     """Algorithm 4 of Lowy and Razaviyayn: one-pass AC-SA with clipped Gaussian means (see module docstring).
 
-    Parameters
-    ----------
-    schedule : {"practical", "theory"}
-    moments : MomentBounds
-        Public moment bounds ``k``, ``G_k`` and ``G_2`` (theory schedule).
-    clip : float or None
-        Public clip threshold (skips the private quantile).
-    n_steps : int or None
-        Number of batches ``T`` (None: from the schedule).
-    clip_quantile : float
-        Level of the private clip quantile (practical schedule).
+    The parameters are those of :class:`~skdp.solvers.heavy_tail._one_pass.OnePassSolver`.
 
     Notes
     -----
@@ -121,26 +112,18 @@ class Accelerated(OnePassSolver):
         m = n * mu / p
         return min((32.0 * m * m) ** 0.2, (48.0 * n / p) ** 0.25)
 
-    def _plan(self, problem, mu):
+    def _theory_steps(self, problem, mu, constants):
         n, p = problem.n_samples, problem.n_coef
-        if self.n_steps is not None or self.schedule == "practical":
-            T = self.planned_steps(n, p, mu)
-            clip = None if self.schedule == "practical" else self._theory_clip(n, p, mu, T)
-            return {"n_steps": T, "clip": clip}
         beta = problem.uniform_smoothness()
         D = 2.0 * problem.radius
         k, Gk = self.moments.k, self.moments.G
         ratio = beta * D / Gk
         T = min(ratio ** (2 * k / (5 * k - 1)) * (mu * n / math.sqrt(p)) ** ((2 * k - 2) / (5 * k - 1)),
                 math.sqrt(ratio) * n**0.25)
-        T = int(min(max(math.ceil(T), 1), n)) if math.isfinite(T) else n
-        return {"n_steps": T, "clip": self._theory_clip(n, p, mu, T)}
+        return clamp_steps(T, n)
 
     def _theory_clip(self, n, p, mu, T):
-        if self.clip is not None:
-            return float(self.clip)
-        k, Gk = self.moments.k, self.moments.G
-        return Gk * (mu * n / math.sqrt(p * T)) ** (1.0 / k)
+        return self.moments.G * (mu * n / math.sqrt(p * T)) ** (1.0 / self.moments.k)
 
     def _eta(self, problem, T, C, mu):
         """The base step ``eta``: the larger of twice the curvature and the noise-driven term."""

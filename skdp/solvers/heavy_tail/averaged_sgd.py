@@ -23,7 +23,7 @@ Strong convexity. The theory schedule needs a public ``mu``: it is the smallest
 ridge weight on the feature coefficients; the intercept coefficient carries no
 ridge and is treated through the row structure (its curvature is the loss's on
 the constant column, ``smoothness * unit^2``, exact for the squared loss with
-centred features; see :func:`~skdp.solvers._clipped_mean.theory_strong_convexity`).
+centred features; see :func:`~skdp.solvers.heavy_tail._one_pass.theory_strong_convexity`).
 Without a ridge the theory schedule refuses to run (its ``T`` and guarantee need
 ``mu > 0``). The practical schedule only uses ``mu`` to shape the steps: it takes
 ``max(ridge, L / 2)`` with the practical curvature ``L``, i.e. it assumes a
@@ -55,7 +55,7 @@ import numpy as np
 
 from .._contract import register_solver
 from ..geometry import project_ball
-from ..schedules import sgd_practical_steps, stich_schedule
+from ..schedules import clamp_steps, stich_schedule
 from ._one_pass import OnePassSolver, step_constants
 
 __all__ = ["AveragedSGD", "averaged_sgd"]
@@ -90,17 +90,7 @@ def averaged_sgd(oracle, w0, steps, weights, project):
 class AveragedSGD(OnePassSolver):
     """Algorithm 5 of Lowy and Razaviyayn: projected clipped SGD with Stich's weighted averaging.
 
-    Parameters
-    ----------
-    schedule : {"practical", "theory"}
-    moments : MomentBounds
-        Public moment bounds ``k``, ``G_k`` and ``G_2`` (theory schedule).
-    clip : float or None
-        Public clip threshold (skips the private quantile).
-    n_steps : int or None
-        Number of batches ``T`` (None: from the schedule).
-    clip_quantile : float
-        Level of the private clip quantile (practical schedule).
+    The parameters are those of :class:`~skdp.solvers.heavy_tail._one_pass.OnePassSolver`.
 
     Notes
     -----
@@ -110,29 +100,21 @@ class AveragedSGD(OnePassSolver):
     name = "averaged_sgd"
     theory_needs_ridge = True
 
-    def practical_steps(self, n, p, mu):
-        return sgd_practical_steps(n, p, mu)
+    def _step_constants(self, problem):
+        beta, mu_sc = step_constants(problem, self.schedule, self.name)
+        return {"beta": beta, "mu_sc": mu_sc}
 
-    def _plan(self, problem, mu):
+    def _theory_steps(self, problem, mu, constants):
         n, p = problem.n_samples, problem.n_coef
-        beta, mu_sc = step_constants(problem, self.schedule, self.name)  # raises before any data is read
-        if self.n_steps is not None or self.schedule == "practical":
-            T = self.planned_steps(n, p, mu)
-        else:
-            k, Gk = self.moments.k, self.moments.G
-            D = 2.0 * problem.radius
-            kappa = beta / mu_sc
-            private = (mu * mu * n * n / p) ** ((k - 1.0) / k)
-            T = 4.0 * kappa * math.log(max(mu_sc * beta * D * D / Gk**2 * (n + private), 1.0))
-            T = int(min(max(math.ceil(T), 1), n)) if math.isfinite(T) else n
-        clip = None
-        if self.schedule == "theory":
-            if self.clip is not None:
-                clip = float(self.clip)
-            else:
-                k, Gk = self.moments.k, self.moments.G
-                clip = Gk * (mu * mu * n * n / (p * T)) ** (1.0 / (2.0 * k))
-        return {"n_steps": T, "clip": clip, "beta": beta, "mu_sc": mu_sc}
+        k, Gk = self.moments.k, self.moments.G
+        beta, mu_sc = constants["beta"], constants["mu_sc"]
+        D = 2.0 * problem.radius
+        private = (mu * mu * n * n / p) ** ((k - 1.0) / k)
+        T = 4.0 * beta / mu_sc * math.log(max(mu_sc * beta * D * D / Gk**2 * (n + private), 1.0))
+        return clamp_steps(T, n)
+
+    def _theory_clip(self, n, p, mu, T):
+        return self.moments.G * (mu * mu * n * n / (p * T)) ** (1.0 / (2.0 * self.moments.k))
 
     def _iterate(self, problem, oracle, T, C, mu, plan):
         if problem.has_l1:  # also checked before the data is touched

@@ -28,7 +28,7 @@ the clip threshold is chosen privately. Everything else (regulariser, ridge,
 projections, averaging, restarts, distance bounds) is post-processing of the
 released means and of public inputs. Batch sizes and step counts depend on
 public inputs only (``n``, ``mu``, the schedule), so
-:meth:`LocalizedSubgradient.event` is exact before any data are read; a cap on
+:meth:`LocalizedSubgradient.plan` is exact before any data are read; a cap on
 gradient evaluations lowers the step counts and the noise is calibrated to the
 steps actually run: a cap changes accuracy, never privacy.
 
@@ -44,7 +44,8 @@ localisation never excludes the point the phase is trying to reach.
 
 Schedules.
 
-``"theory"``: the paper's formulas with this moment convention: the user's ``(k, G_k)`` means ``E sup ||grad||^k <= G_k^k`` and
+``"theory"``: the paper's formulas with this moment convention: the user's
+``(k, G_k)`` means ``E sup ||grad||^k <= G_k^k`` and
 Algorithm 3 uses internal order ``k' = k / 2`` with ``r~_{2k'} = G_k`` (so
 ``k >= 4``). Batches ``2^(l-1), ..., 1`` after discarding rows down to
 ``n = 2^l``, ``T_i = ceil(n_i ln n)``,

@@ -19,7 +19,7 @@ Schedules (``beta = problem.uniform_smoothness()``, the paper's ``epsilon = mu``
 * "theory" (Theorem 35): constant step ``1 / (2 beta)``; ``T = 2 ceil(kappa ln n)``
   (a non-circular form of the paper's rule), clamped to ``[1, n]``;
   ``C = G_k (mu^2 n^2 / (p T^2))^(1/(2k))``. ``kappa = beta / mu_sc`` with the
-  strong-convexity constant of :func:`~skdp.solvers._clipped_mean.theory_strong_convexity`
+  strong-convexity constant of :func:`~skdp.solvers.heavy_tail._one_pass.theory_strong_convexity`
   (the ridge; an L1 penalty alone makes a Lasso PPL with a data-dependent
   constant, which is not public), so the theory schedule needs a ridge.
 * "practical": the step sizes of the practical 'averaged_sgd' (constant
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._contract import Capabilities, register_solver
-from ..schedules import clamp_steps, sgd_practical_steps, stich_schedule
+from ..schedules import clamp_steps, stich_schedule
 from ._one_pass import OnePassSolver, step_constants
 
 __all__ = ["ProximalSGD", "proximal_sgd"]
@@ -72,17 +72,7 @@ def proximal_sgd(oracle, w0, steps, prox):
 class ProximalSGD(OnePassSolver):
     """Algorithm 6 of Lowy and Razaviyayn: one-pass proximal SGD with clipped Gaussian means.
 
-    Parameters
-    ----------
-    schedule : {"practical", "theory"}
-    moments : MomentBounds
-        Public moment bounds ``k``, ``G_k`` and ``G_2`` (theory schedule).
-    clip : float or None
-        Public clip threshold (skips the private quantile).
-    n_steps : int or None
-        Number of batches ``T`` (None: from the schedule).
-    clip_quantile : float
-        Level of the private clip quantile (practical schedule).
+    The parameters are those of :class:`~skdp.solvers.heavy_tail._one_pass.OnePassSolver`.
 
     Notes
     -----
@@ -94,24 +84,17 @@ class ProximalSGD(OnePassSolver):
     capabilities = Capabilities(l1=True, smooth_only=True, public_clip=True)
     theory_needs_ridge = True
 
-    def practical_steps(self, n, p, mu):
-        return sgd_practical_steps(n, p, mu)
+    def _step_constants(self, problem):
+        beta, mu_sc = step_constants(problem, self.schedule, self.name)
+        return {"beta": beta, "mu_sc": mu_sc}
 
-    def _plan(self, problem, mu):
-        n, p = problem.n_samples, problem.n_coef
-        beta, mu_sc = step_constants(problem, self.schedule, self.name)  # raises before any data is read
-        if self.n_steps is not None or self.schedule == "practical":
-            T = self.planned_steps(n, p, mu)
-        else:
-            T = clamp_steps(2.0 * beta / mu_sc * math.log(n), n)  # inf (underflowed mu) -> n
-        clip = None
-        if self.schedule == "theory":
-            if self.clip is not None:
-                clip = float(self.clip)
-            else:
-                k, Gk = self.moments.k, self.moments.G
-                clip = Gk * (mu * mu * n * n / (p * T * T)) ** (1.0 / (2.0 * k))
-        return {"n_steps": T, "clip": clip, "beta": beta, "mu_sc": mu_sc}
+    def _theory_steps(self, problem, mu, constants):
+        # inf (an underflowed strong convexity) clamps to n
+        return clamp_steps(2.0 * constants["beta"] / constants["mu_sc"] * math.log(problem.n_samples),
+                           problem.n_samples)
+
+    def _theory_clip(self, n, p, mu, T):
+        return self.moments.G * (mu * mu * n * n / (p * T * T)) ** (1.0 / (2.0 * self.moments.k))
 
     def _iterate(self, problem, oracle, T, C, mu, plan):
         if self.schedule == "theory":

@@ -2,6 +2,7 @@
 
 import copy
 import math
+import multiprocessing
 import pickle
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from sklearn.base import clone
 
 from skdp import BudgetAccountant, BudgetExceededError
 from skdp.accounting import (
+    ApproxDPRelease,
     DetachedAccountantError,
     GaussianRelease,
     LaplaceRelease,
@@ -20,6 +22,7 @@ from skdp.accounting import (
     calibrate_gaussian,
     zcdp_to_dp,
 )
+from process_workers import spend_in_child, unpickle_and_spend
 
 
 def test_fits_compose_as_events_not_summed_epsilons():
@@ -169,3 +172,36 @@ def test_detached_error_message_says_what_to_do():
     detached = _restore_accountant("not-a-live-id", {"epsilon": 1.0, "delta": 1e-5, "entries": []})
     with pytest.raises(DetachedAccountantError, match="n_jobs=1"):
         detached.spend(LaplaceRelease(1.0, 10.0))
+
+
+def test_forked_children_refuse_to_charge_a_copy():
+    acc = BudgetAccountant()
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(2) as pool:
+        results = pool.map(spend_in_child, [acc] * 4)
+    assert results == ["refused"] * 4
+    assert acc.events == ()
+
+
+def test_pickled_to_a_spawned_process_charges_the_shared_ledger():
+    acc = BudgetAccountant()
+    data = pickle.dumps(acc)
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        assert pool.apply(unpickle_and_spend, (data,)) == "charged a copy"
+    assert acc.events == (ZCDPRelease(0.01),)  # ... which is the ledger itself
+
+
+def test_settling_rechecks_the_budget_at_the_accountants_delta():
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-7)
+    entry = acc._reserve(GaussianRelease(1.0, 3.0), delta=1e-5)  # 1.6 at delta = 1e-7
+    with pytest.raises(BudgetExceededError):
+        acc._settle(entry, ApproxDPRelease(1.0, 1e-5))  # infinite epsilon at delta = 1e-7
+    assert acc.events == (ApproxDPRelease(1.0, 1e-5),)  # the ledger keeps what was released
+
+
+def test_no_delta_ceiling_does_not_mean_no_ceiling():
+    acc = BudgetAccountant(epsilon=1.0)
+    acc.spend(GaussianRelease(1.0, 20.0), delta=0.4)
+    with pytest.raises(BudgetExceededError):
+        acc.spend(GaussianRelease(1.0, 20.0), delta=0.6)  # declared deltas would reach 1

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV, RandomizedSearchCV, cross_val_score, cross_validate
 
-from skdp import BudgetAccountant, BudgetExceededError
+from skdp import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
 from skdp.accounting import AmbiguousAccountantError
 from toy_estimator import ToyDPRidge
 
@@ -162,11 +162,17 @@ def test_fits_on_a_user_ledger_never_share_noise_and_reruns_reproduce():
     np.testing.assert_array_equal(first[0], ToyDPRidge(random_state=0).fit(X, y).coef_)
 
 
-def test_the_implicit_ledger_keeps_scikit_learns_seed_rule():
+def test_the_implicit_ledger_keeps_scikit_learns_seed_rule_and_warns_on_a_reused_seed():
     X, y = _data()
     a = ToyDPRidge(random_state=5).fit(X, y).coef_
-    b = ToyDPRidge(random_state=5).fit(X, y).coef_
-    np.testing.assert_array_equal(a, b)
+    implicit = BudgetAccountant.default()
+    assert not implicit.shares_noise and implicit.spent.epsilon < np.inf
+    with pytest.warns(PrivacyLeakWarning, match="already used"):
+        b = ToyDPRidge(random_state=5).fit(X, y).coef_
+    np.testing.assert_array_equal(a, b)  # same seed, same noise ...
+    assert implicit.shares_noise  # ... so the two fits compose to no guarantee at all
+    assert implicit.spent.epsilon == np.inf
+    ToyDPRidge(random_state=6).fit(X, y)  # another seed: no warning
 
 
 def test_a_generator_random_state_is_copied_by_clone_but_streams_still_differ():

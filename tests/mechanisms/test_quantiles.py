@@ -69,3 +69,12 @@ def test_invalid_arguments(kwargs):
     args.update(kwargs)
     with pytest.raises(ValueError):
         private_quantile(**args)
+
+
+def test_a_non_finite_record_never_makes_the_quantile_non_finite():
+    rng_values = np.random.default_rng(0).normal(size=200)
+    with_nan = rng_values.copy()
+    with_nan[3] = np.nan
+    for seed in range(20):
+        est, _ = private_quantile(with_nan, 0.5, 1.0, (-5, 5), random_state=seed)
+        assert np.isfinite(est)

@@ -86,9 +86,9 @@ def test_bounded_laplace_is_a_conditioned_laplace():
     assert abs(np.mean(x > 0) - 0.5) < 0.01
 
 
-def test_bounded_laplace_event_recovers_lemma_9():
-    # Lemma 9 of paper 000: BLap(Delta/eps, tau) with tau >= (Delta/eps) log(4/delta)
-    # is (eps, delta)-DP for eps, delta in (0, 1).
+def test_bounded_laplace_event_recovers_the_published_guarantee():
+    # Lemma 9 of Asi, Liu and Tian (2024, arXiv:2406.02789): BLap(Delta/eps, tau) with
+    # tau >= (Delta/eps) log(4/delta) is (eps, delta)-DP for eps, delta in (0, 1).
     for eps, delta in [(0.5, 1e-6), (0.9, 1e-3), (0.1, 0.5)]:
         scale = 1.0 / eps
         event = bounded_laplace_event(1.0, scale, scale * math.log(4 / delta))
@@ -103,3 +103,11 @@ def test_bounded_laplace_mechanism_event_counts_coordinates():
     assert event.delta0 == pytest.approx(4 * single.delta0)
     with pytest.raises(ValueError):
         bounded_laplace_noise(0.0, 1.0)
+
+
+def test_bounded_laplace_delta_with_extreme_parameters():
+    event = bounded_laplace_event(710.0, 1.0, 720.0)
+    # Outside the other distribution's support the privacy loss is infinite; the
+    # mass there alone is at least about 2.3e-5.
+    assert event.delta0 >= 2.3e-5
+    assert bounded_laplace_event(1.0, 1.0, 800.0).delta0 > 0.0  # never a pure-DP claim

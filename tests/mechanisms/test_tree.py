@@ -22,10 +22,10 @@ def test_layer_count_is_exact(T):
     assert max(cover) == tree_depth(T)
 
 
-def test_paper_examples_and_small_T_fix():
+def test_fenwick_examples_and_exact_depth_at_small_T():
     assert tree_nodes(7) == [(1, 4), (5, 6), (7, 7)]
     assert tree_nodes(8) == [(1, 8)]
-    # The paper's 2 ln T under-counts at T = 1, 2, 4 (seed_002 spec, section 3.3).
+    # The published 2 ln T (Zhang, Tran and Cutkosky, 2024, Algorithm 5) under-counts at T = 1, 2, 4.
     assert [tree_depth(T) for T in (1, 2, 4)] == [1, 2, 3]
 
 

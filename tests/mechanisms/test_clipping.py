@@ -1,5 +1,6 @@
 """Vectorised per-row clipping and its sensitivity."""
 
+import math
 import tracemalloc
 
 import numpy as np
@@ -68,3 +69,12 @@ def test_no_n_by_d_temporary():
     tracemalloc.stop()
     # X is 32 MB; a handful of length-n vectors is ~1.6 MB each.
     assert peak < X.nbytes / 4
+
+
+def test_non_finite_rows_are_clipped_to_finite_ones():
+    X = np.random.default_rng(1).normal(size=(5, 2))
+    X[2] = [np.inf, 0.0]
+    X[4] = [np.nan, 1.0]
+    assert np.all(np.isfinite(clip_rows(X, 1.0)))
+    assert np.all(np.isfinite(clipped_sum(X, 1.0)))
+    assert math.isfinite(float(np.linalg.norm(clipped_sum(X, 1.0))))

@@ -15,6 +15,7 @@ from skdp.accounting import (
     Repeated,
     Sequential,
     ZCDPRelease,
+    calibrate_gaussian,
     dp_to_gdp,
     dp_to_zcdp,
     gdp_to_dp,
@@ -184,3 +185,17 @@ def test_poisson_sampled_dominates_exact_replace_one_divergence():
         exact = (v.max() + np.log(np.trapezoid(np.exp(v - v.max()), z))) / (a - 1)
         bound = poisson_gaussian_rdp(q, s / 2.0, [a])[0]  # sensitivity 2 with std s
         assert exact <= bound
+
+
+def test_many_distinct_approximate_releases_compose():
+    ev = Sequential([ApproxDPRelease(0.1 * (i + 1), 1e-7) for i in range(7)])
+    assert ev.epsilon(1e-5) == pytest.approx(2.8)
+    assert ev.delta(3.0) <= 1e-6
+
+
+def test_conversions_never_overspend_at_extreme_parameters():
+    mu = dp_to_gdp(3e15, 1e-5)
+    assert gdp_to_dp(mu, 1e-5) <= 3e15
+    assert dp_to_gdp(1.0, 1e-300) == 0.0
+    std = calibrate_gaussian(1.0, 1.0, 1e-200)
+    assert GaussianRelease(1.0, std).epsilon(1e-200) <= 1.0

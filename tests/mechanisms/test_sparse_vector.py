@@ -18,8 +18,8 @@ def test_calibrated_run_meets_its_budget():
         assert event.epsilon(delta) <= eps
 
 
-def test_paper_lemma_10_parameters_are_certified():
-    # Lemma 10 of paper 000: R >= (6 Delta / eps) sqrt(c log(5/delta)) and
+def test_published_parameters_are_certified():
+    # Lemma 10 of Asi, Liu and Tian (2024, arXiv:2406.02789): R >= (6 Delta / eps) sqrt(c log(5/delta)) and
     # tau >= R log(10 T / delta) make the run (eps, delta)-DP.
     for eps, delta, c, T in [(0.5, 1e-6, 4, 1000), (0.9, 1e-3, 30, 500), (0.2, 1e-8, 1, 50)]:
         R = 6.0 / eps * math.sqrt(c * math.log(5 / delta))
@@ -81,3 +81,8 @@ def test_empirical_privacy_on_neighbouring_streams():
     assert np.all(b <= math.exp(eps) * a + delta + 3 * se * (1 + math.exp(eps)))
     # The streams are genuinely different (the test can fail).
     assert np.abs(a - b).max() > 0.05
+
+
+def test_a_tiny_noise_bound_is_never_a_pure_dp_claim():
+    # The bounded Laplace noise inside the sparse vector has a delta at extreme parameters too.
+    assert sparse_vector_event(1.0, 0.001, 1.0, 1, 10, delta=1e-6).delta0 > 0.0

@@ -95,3 +95,18 @@ def test_invalid_arguments():
         certified_minimize(f, np.zeros(2), strong_convexity=1.0, smoothness=1.0, tol=1e-6)
     with pytest.raises(ValueError):
         certified_minimize(f, np.zeros(2), strong_convexity=0.0, smoothness=1.0, tol=1e-6, radius=1.0)
+
+
+def test_certificate_is_honest_near_the_floating_point_floor():
+    mu, H = 1e-4, 100.0
+    a = np.array([1000.123456789, 0.5])
+
+    def f(x):
+        r = x - a
+        return 0.5 * mu * r[0] ** 2 + 0.5 * H * r[1] ** 2, np.array([mu * r[0], H * r[1]])
+
+    for tol in [1e-3, 1e-4, 5e-5]:
+        sol = certified_minimize(f, np.zeros(2), strong_convexity=mu, smoothness=H, tol=tol, radius=1e4)
+        assert np.linalg.norm(sol.x - a) <= tol
+    with pytest.raises(ValueError, match="floating point"):
+        certified_minimize(f, np.zeros(2), strong_convexity=mu, smoothness=H, tol=1e-8, radius=1e4)

@@ -1,0 +1,127 @@
+"""PrivateStandardiser and Scaling: what standardisation plans is what it releases, and the maps are exact."""
+
+import math
+
+import numpy as np
+import pytest
+
+from skdp.accounting import ExponentialMechanismRelease
+from skdp.linear_model import PrivateStandardiser, Scaling
+from skdp.linear_model import _standardise
+from skdp.mechanisms import robust_scaling_event
+from skdp.linear_model._standardise import COEF_RADIUS, MODES
+from privacy_harness import assert_event_as_planned
+
+
+def _data(n=3000, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(3, size=(n, d)) * [1.0, 10.0, 1e3, 0.01][:d] + [5.0, -2.0, 1e4, 0.0][:d]
+    y = 100.0 * (X[:, 0] + rng.standard_t(2.5, size=n)) + 7.0
+    return X, y
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("epsilon", [0.5, math.inf])
+def test_the_released_event_is_the_planned_one(mode, fit_intercept, epsilon):
+    X, y = _data()
+    standardiser = PrivateStandardiser(mode, epsilon, fit_intercept)
+    planned = standardiser.planned_event(X.shape[1])
+    scaling, released = standardiser.fit(X, y, np.random.default_rng(1))
+    assert_event_as_planned(released, planned, deltas=(0.0, 1e-6))
+    # The planned count of quantiles is the public rule the budget plan sizes its epsilon with.
+    count = PrivateStandardiser.n_quantiles(mode, X.shape[1], fit_intercept)
+    if math.isfinite(epsilon):
+        assert planned.epsilon(0.0) == pytest.approx(count * epsilon)  # pure DP: epsilons add
+    else:
+        assert planned.epsilon(1e-6) == (math.inf if count else 0.0)
+    assert scaling.mode == mode and scaling.fit_intercept == fit_intercept
+    assert scaling.quantile_epsilon == epsilon
+
+
+def test_what_each_mode_releases():
+    X, y = _data()
+    d = X.shape[1]
+    scales = {}
+    for mode in MODES:
+        scaling, _ = PrivateStandardiser(mode, math.inf, True).fit(X, y, np.random.default_rng(0))
+        scales[mode] = scaling
+    robust = scales["robust"]
+    assert np.all(np.abs(robust.feature_center - np.median(X, axis=0)) <= 0.05 * robust.feature_scale)
+    assert robust.row_bound == math.sqrt(d) + 3 and robust.unit == 1.0
+    pooled = scales["pooled"]
+    assert np.all(pooled.feature_scale == pooled.feature_scale[0]) and np.all(pooled.feature_center == 0.0)
+    assert pooled.unit == pytest.approx(pooled.row_bound / 2 / math.sqrt(d))  # bound = twice the median norm
+    target = scales["target"]
+    np.testing.assert_array_equal(target.feature_scale, np.ones(d))
+    assert abs(target.target_center - np.median(y)) <= 0.05 * target.target_scale
+    minimal = scales["minimal"]
+    assert minimal.target_center == 0.0 and minimal.row_bound == math.sqrt(d) + 3  # y is not centred
+    none = scales["none"]
+    np.testing.assert_array_equal(none.feature_scale, np.ones(d))
+    assert (none.target_center, none.target_scale, none.row_bound) == (0.0, 1.0, math.sqrt(d) + 3)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_transform_and_unscale_are_inverse_maps(fit_intercept):
+    rng = np.random.default_rng(2)
+    d = 3
+    # Without an intercept nothing is centred (the standardiser releases no centre then).
+    cx = np.array([1.0, -2.0, 300.0]) if fit_intercept else np.zeros(d)
+    cy = 7.0 if fit_intercept else 0.0
+    scaling = Scaling("robust", cx, np.array([0.5, 4.0, 100.0]), cy, 20.0, row_bound=math.sqrt(d) + 3,
+                      unit=1.3, fit_intercept=fit_intercept, quantile_epsilon=1.0)
+    X = cx + scaling.feature_scale * rng.normal(size=(50, d)) * 0.5  # rows inside the bound: not clipped
+    Xs = scaling.transform(X)
+    assert Xs.shape == (50, d + int(fit_intercept))
+    if fit_intercept:
+        np.testing.assert_array_equal(Xs[:, -1], 1.3)  # the intercept column has the typical coordinate size
+    w = rng.normal(size=Xs.shape[1])
+    coef, intercept = scaling.unscale(w)
+    # A prediction in solver units, mapped back to the units of y, is the prediction of (coef, intercept).
+    np.testing.assert_allclose(X @ coef + intercept, cy + scaling.target_scale * (Xs @ w), rtol=1e-10,
+                               atol=1e-8)
+    assert intercept == 0.0 or fit_intercept
+    y = rng.normal(size=50)
+    np.testing.assert_allclose(scaling.transform_target(y), (y - cy) / 20.0)
+    assert scaling.radius == COEF_RADIUS / 1.3
+    expected_bound = math.hypot(scaling.row_bound, 1.3) if fit_intercept else scaling.row_bound
+    assert scaling.coef_row_bound == expected_bound
+    assert np.all(np.linalg.norm(scaling.transform(X * 1e6), axis=1) <= scaling.coef_row_bound * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_without_an_intercept_nothing_is_centred(mode):
+    X, y = _data()
+    scaling, _ = PrivateStandardiser(mode, 0.5, fit_intercept=False).fit(X, y, np.random.default_rng(0))
+    np.testing.assert_array_equal(scaling.feature_center, np.zeros(X.shape[1]))
+    assert scaling.target_center == 0.0
+
+
+def test_a_release_above_the_plan_is_refused(monkeypatch):
+    X, y = _data()
+    real = _standardise.private_robust_scaling
+
+    def dearer(Z, epsilon, **kwargs):
+        centre, scale, _ = real(Z, epsilon, **kwargs)
+        columns = 1 if np.ndim(Z) == 1 else Z.shape[1]
+        return centre, scale, robust_scaling_event(columns, 2 * epsilon, kwargs.get("center", True))
+
+    monkeypatch.setattr(_standardise, "private_robust_scaling", dearer)
+    with pytest.raises(RuntimeError, match="'features' scaling step released more than it planned"):
+        PrivateStandardiser("robust", 0.5).fit(X, y, np.random.default_rng(0))
+    real_quantile = _standardise.private_quantile
+
+    def dearer_quantile(values, level, epsilon, bounds, **kwargs):
+        value, _ = real_quantile(values, level, epsilon, bounds, **kwargs)
+        return value, ExponentialMechanismRelease(3 * epsilon)
+
+    monkeypatch.setattr(_standardise, "private_robust_scaling", real)
+    monkeypatch.setattr(_standardise, "private_quantile", dearer_quantile)
+    with pytest.raises(RuntimeError, match="'row_bound' scaling step released more than it planned"):
+        PrivateStandardiser("pooled", 0.5).fit(X, y, np.random.default_rng(0))
+
+
+def test_an_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="Unknown scaling mode"):
+        PrivateStandardiser("median", 1.0)

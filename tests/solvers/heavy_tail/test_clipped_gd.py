@@ -1,0 +1,78 @@
+"""'clipped_gd': every release on coupled neighbouring datasets, the curvature release, the planned event."""
+
+import math
+
+import numpy as np
+import pytest
+
+from skdp.losses import AbsoluteLoss, HuberLoss, QuantileLoss, SquaredLoss
+from skdp.mechanisms import top_eigenvalue
+from skdp.solvers import ClippedGD
+from privacy_harness import (
+    CoupledProblem,
+    assert_event_as_planned,
+    neighbours,
+    record_releases,
+    run_as_planned,
+)
+
+CASES = [
+    ("squared", ClippedGD(n_steps=40), SquaredLoss(), 0.0),
+    ("huber-auto", ClippedGD(n_steps=40, huber_auto=True), HuberLoss(1.0), 0.0),
+    ("quantile", ClippedGD(n_steps=40), QuantileLoss(0.8), 0.0),
+    ("squared-l1", ClippedGD(n_steps=40), SquaredLoss(), 0.05),
+]
+
+
+@pytest.mark.parametrize("name,solver,loss,l1", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_release_respects_its_sensitivity(name, solver, loss, l1, seed):
+    X, y, X2, y2, row_bound, _ = neighbours(seed=seed)
+    n, p = X.shape
+    l1w = np.r_[np.full(p - 1, l1), 0.0]
+    problem = CoupledProblem(X, y, X2, y2, loss, np.full(p, 0.01), 5.0, row_bound, l1=l1w)
+    with record_releases() as log:
+        result, planned = run_as_planned(solver, problem, 0.5, 0.2, seed)
+    checks = problem.checks
+    assert len(checks) == 40, "one full-batch query per step"
+    assert max(checks) <= 1.0 + 1e-9
+    assert max(checks) > 1e-4  # the neighbour really differs on some release
+    assert np.all(np.isfinite(result.coef))
+    # The released event is the planned one: same epsilon at every delta.
+    assert_event_as_planned(result.event, planned)
+    # The releases: the curvature (top eigenvalue of mean x x^T, sensitivity row_bound^2 / n), then
+    # one clipped mean gradient per step, with sensitivity 2 C / n for the clip of its stage.
+    curvature, steps = log[0], log[1:]
+    assert curvature.sensitivity == pytest.approx(row_bound**2 / n, rel=1e-12)
+    assert abs(float(curvature.value) - top_eigenvalue(X2)) <= curvature.sensitivity * (1 + 1e-9)
+    stages, clips = result.schedule["stages"], result.schedule["clip_thresholds"]
+    expected = [2.0 * C / n for C, T in zip(clips, stages) for _ in range(T)]
+    np.testing.assert_allclose([r.sensitivity for r in steps], expected, rtol=1e-12)
+    if l1:
+        assert result.schedule["noise_floor"] > 0
+
+
+def test_the_budget_split_gives_the_curvature_two_percent_of_mu_squared():
+    X, y, *_, row_bound, _ = neighbours(seed=3)
+    problem = CoupledProblem(X, y, X, y, SquaredLoss(), np.zeros(5), 5.0, row_bound)
+    with record_releases() as log:
+        result, planned = run_as_planned(ClippedGD(n_steps=20), problem, 0.8, 0.2, 0)
+    curvature, steps = log[0], log[1:]
+    mu_curv = curvature.sensitivity / curvature.event.noise_std
+    mu_steps = steps[0].sensitivity / steps[0].event.noise_std * math.sqrt(len(steps))
+    assert mu_curv == pytest.approx(math.sqrt(0.02) * 0.8, rel=1e-12)
+    assert math.hypot(mu_curv, mu_steps) == pytest.approx(0.8, rel=1e-12)
+    assert_event_as_planned(result.event, planned)
+
+
+def test_without_the_curvature_release_every_release_is_a_gradient_step():
+    X, y, *_, row_bound, _ = neighbours(seed=4)
+    problem = CoupledProblem(X, y, X, y, AbsoluteLoss(), np.zeros(5), 5.0, row_bound)
+    with record_releases() as log:
+        result, planned = run_as_planned(ClippedGD(n_steps=12, curvature_release=False), problem, 0.8,
+                                         0.2, 0)
+    assert len(log) == 12
+    # A bounded derivative is clipped at its public bound: no quantile, and clipping never binds.
+    assert result.schedule["clip_thresholds"] == [row_bound, row_bound]
+    assert all(r.sensitivity == pytest.approx(2.0 * row_bound / len(y)) for r in log)
+    assert_event_as_planned(result.event, planned)
