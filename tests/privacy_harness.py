@@ -6,7 +6,8 @@
   clipped-gradient query on the neighbouring dataset too, at the same iterate, and
   logs how far the two answers are apart relative to their claimed sensitivity
   (``2 clip``) and which rows each query read; the coupling survives the problem
-  transformations the solvers use (a subset of rows, another loss, truncation);
+  transformations the solvers use (a subset of rows, another loss, truncation,
+  over the coefficient ball or a localised ball);
 * :func:`record_releases` — every Gaussian or Laplace release of a run, with the
   exact value before the noise and its event (from :mod:`skdp.mechanisms`);
 * :func:`assert_event_as_planned` — the released event costs what the plan said;
@@ -61,6 +62,8 @@ class CoupledProblem(GLMProblem):
     l1 : ndarray, optional
     active, active2 : boolean arrays, optional
         Rows that are not dummies, on each dataset.
+    rows_clipped : bool
+        Whether the rows are clipped to ``row_bound`` (as for GLMProblem).
 
     Attributes
     ----------
@@ -74,10 +77,11 @@ class CoupledProblem(GLMProblem):
     """
 
     def __init__(self, X, y, X2, y2, loss, penalty, radius, row_bound, intercept=True, l1=None, active=None,
-                 active2=None, _log=None, _index=None):
-        super().__init__(X, y, loss, penalty, radius, row_bound, intercept=intercept, active=active, l1=l1)
+                 active2=None, rows_clipped=True, _log=None, _index=None):
+        super().__init__(X, y, loss, penalty, radius, row_bound, intercept=intercept, active=active, l1=l1,
+                         rows_clipped=rows_clipped)
         self.other = GLMProblem(X2, y2, loss, penalty, radius, row_bound, intercept=intercept, active=active2,
-                                l1=l1)
+                                l1=l1, rows_clipped=rows_clipped)
         self._log = _log if _log is not None else {"checks": [], "queries": [], "batches": []}
         self.index = np.arange(len(y)) if _index is None else _index
 
@@ -106,7 +110,7 @@ class CoupledProblem(GLMProblem):
                               intercept=self.intercept, l1=self.l1,
                               active=self.active[index] if active is None else active,
                               active2=self.other.active[index] if active2 is None else active2,
-                              _log=self._log, _index=self.index[index])
+                              rows_clipped=self.rows_clipped, _log=self._log, _index=self.index[index])
 
     def subset(self, index):
         self._log["batches"].append(self.index[index])
@@ -115,9 +119,10 @@ class CoupledProblem(GLMProblem):
     def with_loss(self, loss):
         return self._copy(loss=loss)
 
-    def truncated(self, threshold):
-        return self._copy(active=self.lipschitz_bounds() <= threshold,
-                          active2=self.other.lipschitz_bounds() <= threshold)
+    def truncated(self, threshold, center=None, radius=None):
+        # Each dataset truncates its own rows by its own per-row bounds (Algorithm 4's map).
+        return self._copy(active=self.lipschitz_bounds(center, radius) <= threshold,
+                          active2=self.other.lipschitz_bounds(center, radius) <= threshold)
 
 
 def assert_event_as_planned(released, planned, deltas=(1e-4, 1e-6), rel=1e-9):

@@ -315,17 +315,12 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     def _penalties(self, scaling, n_coef):
         """Ridge and L1 weights in standardised units (the intercept is never penalised).
 
-        With ``x = cx + sx * xs``, ``y = cy + sy * ys`` and ``coef = sy * w / sx``,
-        the squared and Huber losses scale as ``sy^2`` and the absolute and
-        quantile losses as ``sy``; the objective is divided by that factor.
+        The squared and Huber losses scale as ``s_y^2`` and the absolute and
+        quantile losses as ``s_y``; the objective is divided by that factor
+        (:meth:`~skdp.linear_model.Scaling.penalties`).
         """
-        ridge, l1 = np.zeros(n_coef), np.zeros(n_coef)
-        if self.alpha > 0:
-            sx, sy = scaling.feature_scale, scaling.target_scale
-            loss_scale = sy if self.loss in ("absolute", "quantile") else sy**2
-            ridge[: len(sx)] = self.alpha * (1.0 - self.l1_ratio) * sy**2 / sx**2 / loss_scale
-            l1[: len(sx)] = self.alpha * self.l1_ratio * sy / sx / loss_scale
-        return ridge, l1
+        power = 1 if self.loss in ("absolute", "quantile") else 2
+        return scaling.penalties(self.alpha * (1.0 - self.l1_ratio), self.alpha * self.l1_ratio, power, n_coef)
 
     def predict(self, X):
         """Predict with the fitted linear model (post-processing: no privacy cost).

@@ -29,10 +29,10 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
-from ..accounting import PrivacyLeakWarning, Sequential
+from ..accounting import LowBudgetWarning, PrivacyLeakWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver
 from ._budget import plan_budget
-from ._standardise import COEF_RADIUS
+from ._standardise import COEF_RADIUS, WHITENED_MODES
 
 __all__ = ["PrivateLinearModel"]
 
@@ -67,8 +67,8 @@ class PrivateLinearModel(DPEstimatorMixin):
         return self._spec_loss()
 
     def _penalties(self, scaling, n_coef):
-        """Ridge and L1 weights in solver units, ``(ridge, l1)`` arrays of shape ``(n_coef,)``."""
-        return np.zeros(n_coef), np.zeros(n_coef)
+        """Ridge and L1 weights in solver units: ``(ridge, l1, ridge_matrix or None)``."""
+        return np.zeros(n_coef), np.zeros(n_coef), None
 
     def _has_l1(self):
         return False
@@ -78,7 +78,8 @@ class PrivateLinearModel(DPEstimatorMixin):
 
     def _validate_fit_data(self, X, y):
         """Validate X and a numeric target (every check here runs before anything is spent)."""
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=[np.float64, np.float32])
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), y_numeric=True,
+                             dtype=[np.float64, np.float32])
         if y.dtype.kind not in "biuf":
             try:  # numeric strings ("1.5") are numbers; anything else is refused before any spend
                 y = y.astype(np.float64)
@@ -148,10 +149,11 @@ class PrivateLinearModel(DPEstimatorMixin):
                            scaling=getattr(self, "scaling", "auto"),
                            scaling_share=getattr(self, "scaling_share", "auto"),
                            schedule=getattr(self, "schedule", "practical"), stacklevel=4)
+        self._warn_if_predicted_poor(plan, n, d)
 
         def private_fit(rng):
             scaling, scaling_event = plan.standardiser.fit(X, y, rng)
-            problem = self._build_problem(scaling, X, y)
+            problem = self._build_problem(scaling, X, y, plan.solver)
             result = plan.solver.run(plan.spec, problem, plan.budget, rng)
             return Sequential([scaling_event, result.event]), (result, scaling)
 
@@ -165,6 +167,21 @@ class PrivateLinearModel(DPEstimatorMixin):
         self.n_iter_ = int(result.schedule.get("n_steps", 0))
         self.scaling_ = scaling.as_dict()
         return self
+
+    def _warn_if_predicted_poor(self, plan, n, d):
+        """Warn when the planned solver predicts a poor fit here, naming what ``algorithm="auto"`` would run.
+
+        The solver's rule (:meth:`~skdp.solvers.Solver.poor_fit_reason`) reads the
+        public specification and the calibrated budget only, and runs before
+        anything is reserved: the warning reveals nothing about the data.
+        """
+        reason = plan.solver.poor_fit_reason(plan.spec, plan.budget)
+        better = self._choose_algorithm(n, d) if reason is not None else None
+        if better is None or better == plan.solver.name:
+            return
+        warnings.warn(f"algorithm={plan.solver.name!r} is predicted to be poor at n_samples={n} and "
+                      f"epsilon={self.epsilon:g}: {reason}. algorithm='auto' would run {better!r}, which is "
+                      "more accurate here.", LowBudgetWarning, stacklevel=4)
 
     def _requested_solver(self):
         """The solver the user asked for (None for "auto"); unavailable solvers refuse here."""
@@ -191,7 +208,7 @@ class PrivateLinearModel(DPEstimatorMixin):
                            intercept=bool(self.fit_intercept), l1=self._has_l1(), ridge=self._has_ridge(),
                            schedule=getattr(self, "schedule", "practical"),
                            public_smoothness=public_smoothness,
-                           radius=COEF_RADIUS if mode in ("robust", "none") else None)
+                           radius=COEF_RADIUS if mode in ("robust", "none", *WHITENED_MODES) else None)
 
     def _public_smoothness(self, loss, mode, n_features):
         """Uniform per-row smoothness of the standardised problem, from public inputs only.
@@ -212,16 +229,32 @@ class PrivateLinearModel(DPEstimatorMixin):
         ridge = alpha if mode == "none" else 0.0
         return float(loss.smoothness) * row_bound**2 + ridge
 
-    def _build_problem(self, scaling, X, y):
-        """The solver's problem in standardised units (rows clipped to a public or released norm)."""
-        Xs = scaling.transform(X)
-        ridge, l1 = self._penalties(scaling, Xs.shape[1])
-        return GLMProblem(Xs, scaling.transform_target(y), self._problem_loss(scaling), ridge,
+    def _build_problem(self, scaling, X, y, solver):
+        """The solver's problem in standardised units.
+
+        Rows are clipped to the released (or public) row bound unless the
+        solver declares that its privacy does not rest on it and the rows are
+        whitened (then an informative heavy-tailed column is kept whole); a
+        sparse X stays implicit for solvers that accept a design object.
+        """
+        caps = solver.capabilities
+        unbounded = scaling.whitened and caps.unbounded_rows
+        rows = scaling.rows(X, clip=not unbounded, implicit=caps.implicit_design)
+        ridge, l1, matrix = self._penalties(scaling, rows.shape[1])
+        if matrix is not None and not caps.matrix_penalty:  # pragma: no cover - the plan prevents it
+            raise RuntimeError(f"{solver.name} cannot take a ridge given as a matrix.")
+        return GLMProblem(rows, scaling.transform_target(y), self._problem_loss(scaling), ridge,
                           radius=scaling.radius, row_bound=scaling.coef_row_bound,
-                          intercept=self.fit_intercept, unit=scaling.unit, l1=l1)
+                          intercept=self.fit_intercept, unit=scaling.unit, l1=l1, rows_clipped=not unbounded,
+                          penalty_matrix=matrix)
 
     # -- prediction (post-processing: no privacy cost) ---------------------------------------------
     def _decision_function(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return X @ self.coef_.astype(X.dtype, copy=False) + X.dtype.type(self.intercept_)
+        X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
+        return np.asarray(X @ self.coef_.astype(X.dtype, copy=False)).ravel() + X.dtype.type(self.intercept_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR/CSC input; the default solver keeps it sparse
+        return tags

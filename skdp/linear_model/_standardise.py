@@ -6,22 +6,43 @@ inputs before the data are read) and what it releases
 (:meth:`PrivateStandardiser.fit`): both walk the same list of steps, and
 :meth:`~PrivateStandardiser.fit` refuses to return scales whose release cost more
 than its step planned. The result, :class:`Scaling`, is public (every number in
-it was released): it maps raw rows and labels to the solver's units (centre,
-scale, clip rows to a public or released norm, append the intercept column) and
-solver coefficients back to the original units.
+it was released): it maps raw rows and labels to the solver's units and solver
+coefficients back to the original units.
 
-Modes (what is released, per quantile at the plan's ``quantile_epsilon``):
+The default modes, for real tables ("columns", "coarse", "scale"; the first
+that the budget funds, see :mod:`~skdp.linear_model._budget`):
+
+1. per column of X and for y, a private centre and scale that neither collapse
+   on 0/1, one-hot, count or constant columns nor lose large offsets
+   (:func:`skdp.mechanisms.private_column_statistics`: 4, 2 or 1 quantiles per
+   column; y always gets 4);
+2. when it can detect it, a private magnitude check that enlarges the scale of
+   columns whose values the quantiles could not see (a zero-inflated column of
+   large amounts; :func:`skdp.mechanisms.private_magnitude_check`);
+3. a private median of the norms of the rows ``[z, 1]``, ``z = (x - c) / s``,
+   and one Gaussian release of their second-moment matrix, rows clipped to
+   ``1.5 m_B`` times that median (:func:`skdp.mechanisms.private_second_moment`);
+   its post-processing (:mod:`~skdp.linear_model._whitening`) gives column
+   means, the actual variances (a 0/1 column gets ``p (1 - p)``) and, on narrow
+   tables, a joint whitening;
+4. a private median of the norms of the whitened rows: ``1.5 m_B`` times it is
+   the released row bound. Solvers that need bounded rows get their rows
+   clipped to it; full-batch clipped gradient descent keeps every row whole
+   (its per-sample gradients are clipped), so an informative heavy-tailed
+   column is not cut off.
+
+``m_B = max(1, (nu / 50)^(1/4))`` grows with the public budget per coefficient
+``nu = n mu / p`` and is infinite at ``epsilon = inf``, where nothing is clipped.
+
+The earlier modes stay available, and serve budgets too small for the above:
 
 * ``"robust"`` — a robust centre and scale of every feature and of the target
-  (:func:`skdp.mechanisms.private_robust_scaling`: three quantiles per column
-  with an intercept, one without); rows are clipped to the public norm
-  ``sqrt(d) + 3``;
-* ``"pooled"`` — one scale shared by all features
-  (:func:`skdp.mechanisms.private_pooled_scale`), a robust target, and a private
-  median of the row norms: rows are clipped to twice that median;
+  (:func:`skdp.mechanisms.private_robust_scaling`); rows clipped to the public
+  norm ``sqrt(d) + 3``;
+* ``"pooled"`` — one scale shared by all features, a robust target, and rows
+  clipped to twice a private median row norm;
 * ``"target"`` — only the target and the row-norm median;
-* ``"minimal"`` — one pooled feature scale and an uncentred label scale (the
-  intercept absorbs offsets); rows clipped to ``sqrt(d) + 3``;
+* ``"minimal"`` — one pooled feature scale and an uncentred label scale;
 * ``"none"`` — the data as they are; rows clipped to ``sqrt(d) + 3``.
 """
 
@@ -29,44 +50,76 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..accounting import ExponentialMechanismRelease, Sequential
+from ..accounting import ExponentialMechanismRelease, GaussianRelease, Sequential
 from ..mechanisms import (
+    clip_factors,
     clip_rows,
+    column_statistics_event,
+    magnitude_check_sensitivity,
     pooled_scaling_event,
+    private_column_statistics,
+    private_magnitude_check,
     private_pooled_scale,
     private_quantile,
     private_robust_scaling,
+    private_second_moment,
     robust_scaling_event,
     row_norms,
 )
+from ..solvers.design import LinearDesign
+from ._whitening import whitening_from_second_moment
 
-__all__ = ["PrivateStandardiser", "Scaling", "MODES"]
+__all__ = ["PrivateStandardiser", "Scaling", "MODES", "WHITENED_MODES"]
 
-MODES = ("robust", "pooled", "target", "minimal", "none")
+WHITENED_MODES = ("columns", "coarse", "scale")
+MODES = WHITENED_MODES + ("robust", "pooled", "target", "minimal", "none")
+_STAGES = {"columns": 4, "coarse": 2, "scale": 1}
 # Radius of the coefficient ball in standardised units. With standardised
 # features and target, ||w|| is about sqrt(explained variance) <= ~1.5 unless
 # features are strongly collinear; the ball only bounds noise excursions.
 COEF_RADIUS = 5.0
 _JITTER = 0.05
 _ROW_NORM_RANGE = (1e-12, 1e12)
+# Shares of the Gaussian budget (mu^2) spent by the whitened modes.
+GRAM_SHARE = 0.15
+MAGNITUDE_SHARE = 0.05
+# Row bounds are this multiple of m_B times a private median row norm.
+_BOUND_MULTIPLE = 1.5
+# Values beyond +-1e15 are clipped and standardised values to +-1e100 (public per-record
+# maps): no product, norm or eigen-decomposition can then overflow for any input.
+_MAGNITUDE_LIMIT = 1e15
+_Z_LIMIT = 1e100
 
 
 @dataclass(frozen=True)
 class Scaling:
     """Public maps between the original units and the solver's units (every number was released).
 
+    A solver row is ``u = [f (x A - b), v]``: an affine map of the raw row (for
+    column-wise scaling ``A = diag(1 / s)`` and ``b = c / s``; the whitened
+    modes fold in the whitening), a factor ``f <= 1`` that clips it to
+    ``row_bound`` (when the solver needs bounded rows) and the intercept column
+    ``v``. Labels become ``(y - target_center) / target_scale``.
+
     Attributes
     ----------
     mode : str
     feature_center, feature_scale : ndarray of shape (n_features,)
+        The released column statistics ``c`` and ``s``.
     target_center, target_scale : float
     row_bound : float
-        Rows are clipped to this norm after centring and scaling.
+        Public or released bound of the rows (``inf`` without noise in the
+        whitened modes).
     unit : float
-        Typical size of one standardised coordinate (1 for column-wise scaling).
+        Typical size of one standardised coordinate.
     fit_intercept : bool
     quantile_epsilon : float
+    intercept_value : float
+        Value of the intercept column.
+    whitening_mean, whitening_matrix : ndarray or None
+        ``u = ((x - c) / s - mean) @ matrix`` in the whitened modes.
     """
 
     mode: str
@@ -78,15 +131,38 @@ class Scaling:
     unit: float
     fit_intercept: bool
     quantile_epsilon: float
+    intercept_value: float = None
+    whitening_mean: np.ndarray = None
+    whitening_matrix: np.ndarray = None
+
+    def __post_init__(self):
+        if self.intercept_value is None:
+            # The typical coordinate size: the intercept column is then not favoured.
+            object.__setattr__(self, "intercept_value", self.unit)
 
     @property
-    def intercept_value(self):
-        """The value of the intercept column: the typical coordinate size, so it is not favoured."""
-        return self.unit
+    def whitened(self):
+        return self.whitening_matrix is not None
+
+    # -- the affine map x -> x A - b ----------------------------------------------------------
+    @property
+    def linear(self):
+        """``A``: a vector (diagonal) for column-wise scaling, a matrix when whitened."""
+        if not self.whitened:
+            return 1.0 / self.feature_scale
+        return self.whitening_matrix / self.feature_scale[:, None]
+
+    @property
+    def offset(self):
+        """``b``."""
+        shift = self.feature_center / self.feature_scale
+        if not self.whitened:
+            return shift
+        return (shift + self.whitening_mean) @ self.whitening_matrix
 
     @property
     def coef_row_bound(self):
-        """Bound on the norm of a solver row (the intercept column included)."""
+        """Bound (or typical scale) of the norm of a solver row, the intercept column included."""
         return math.hypot(self.row_bound, self.intercept_value) if self.fit_intercept else self.row_bound
 
     @property
@@ -94,12 +170,49 @@ class Scaling:
         """Radius of the coefficient ball in solver units."""
         return COEF_RADIUS / self.unit
 
-    def transform(self, X):
-        """Solver rows: centred, scaled, clipped to ``row_bound``, intercept column appended."""
-        Xs = clip_rows((X - self.feature_center) / self.feature_scale, self.row_bound)
+    def rows(self, X, clip=True, implicit=False):
+        """The solver's rows: an ndarray, or a :class:`~skdp.solvers.design.LinearDesign` for a sparse X.
+
+        Parameters
+        ----------
+        clip : bool
+            Clip the feature part of every row to ``row_bound``.
+        implicit : bool
+            Keep a sparse X sparse (the solver accepts a design object).
+        """
+        iv = self.intercept_value if self.fit_intercept else None
+        if sp.issparse(X) and implicit:
+            X = sp.csr_matrix(X, dtype=float)
+            X.data = np.clip(X.data, -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
+            design = LinearDesign(X, self.linear, self.offset, iv)
+            if clip and math.isfinite(self.row_bound):
+                feature = LinearDesign(X, self.linear, self.offset, None)
+                design = design.with_factors(clip_factors(feature.row_norms(), self.row_bound))
+            return design
+        X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+        if not self.whitened:
+            Z = (X - self.feature_center) / self.feature_scale
+        else:
+            X = np.clip(X, -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
+            Z = np.clip((X - self.feature_center) / self.feature_scale, -_Z_LIMIT, _Z_LIMIT)
+            Z = (Z - self.whitening_mean) @ self.whitening_matrix
+        if clip:
+            Z = clip_rows(Z, self.row_bound)
         if self.fit_intercept:
-            Xs = np.hstack([Xs, np.full((Xs.shape[0], 1), self.intercept_value)])
-        return Xs
+            Z = np.hstack([Z, np.full((Z.shape[0], 1), self.intercept_value)])
+        return Z
+
+    def feature_norms(self, X):
+        """Norms of the feature parts of the (unclipped) solver rows."""
+        if sp.issparse(X):
+            design = self.rows(X, clip=False, implicit=True)
+            return LinearDesign(design.X, design.A, design.b, None).row_norms()
+        d = self.feature_center.shape[0]
+        return row_norms(self.rows(X, clip=False)[:, :d])
+
+    def transform(self, X):
+        """Solver rows clipped to ``row_bound`` (dense), intercept column appended."""
+        return self.rows(X, clip=True)
 
     def transform_target(self, y):
         return (y - self.target_center) / self.target_scale
@@ -107,17 +220,56 @@ class Scaling:
     def unscale(self, w):
         """Coefficients and intercept in the original units from solver coefficients ``w``."""
         d = self.feature_center.shape[0]
-        coef = w[:d] * self.target_scale / self.feature_scale
+        if not self.whitened:
+            coef = w[:d] * self.target_scale / self.feature_scale
+            if not self.fit_intercept:
+                return coef, 0.0
+            intercept = float(self.target_center + self.target_scale * self.intercept_value * w[d]
+                              - coef @ self.feature_center)
+            return coef, intercept
+        coef = self.target_scale * (self.linear @ w[:d])
         if not self.fit_intercept:
             return coef, 0.0
-        intercept = float(self.target_center + self.target_scale * self.intercept_value * w[d]
-                          - coef @ self.feature_center)
+        intercept = float(self.target_center + self.target_scale * (self.intercept_value * w[d]
+                                                                    - self.offset @ w[:d]))
         return coef, intercept
 
+    def penalties(self, ridge, l1, loss_power, n_coef):
+        """Ridge and L1 weights on the solver's coefficients for penalties on the original ones.
+
+        ``ridge / 2 ||coef||^2 + l1 ||coef||_1`` with ``coef = s_y A w`` and a
+        loss that scales as ``s_y^loss_power``, divided by that factor. Returns
+        ``(ridge_weights, l1_weights, ridge_matrix)``: vectors over the
+        coefficients (the intercept never penalised), and for a joint whitening
+        the ridge as a matrix (then ``ridge_weights`` is its diagonal) —
+        ``l1`` must then be 0, since the L1 norm is not separable in whitened
+        coordinates.
+        """
+        d = self.feature_center.shape[0]
+        sy = self.target_scale
+        loss_scale = sy**loss_power
+        ridge_w, l1_w = np.zeros(n_coef), np.zeros(n_coef)
+        A = self.linear
+        if A.ndim == 1 or np.count_nonzero(A - np.diag(np.diag(A))) == 0:
+            a = A if A.ndim == 1 else np.diag(A)
+            ridge_w[:d] = ridge * sy**2 * a**2 / loss_scale
+            l1_w[:d] = l1 * sy * np.abs(a) / loss_scale
+            return ridge_w, l1_w, None
+        if l1 > 0:
+            raise ValueError("An L1 penalty needs column-wise (diagonal) whitening.")
+        matrix = np.zeros((n_coef, n_coef))
+        matrix[:d, :d] = ridge * sy**2 * (A.T @ A) / loss_scale
+        ridge_w[:d] = np.diag(matrix)[:d]
+        return ridge_w, l1_w, (matrix if ridge > 0 else None)
+
     def as_dict(self):
-        return {"mode": self.mode, "feature_center": self.feature_center, "feature_scale": self.feature_scale,
-                "target_center": float(self.target_center), "target_scale": float(self.target_scale),
-                "quantile_epsilon": self.quantile_epsilon}
+        out = {"mode": self.mode, "feature_center": self.feature_center, "feature_scale": self.feature_scale,
+               "target_center": float(self.target_center), "target_scale": float(self.target_scale),
+               "quantile_epsilon": self.quantile_epsilon, "row_bound": float(self.row_bound)}
+        if self.whitened:
+            out.update(whitening_mean=self.whitening_mean, whitening_matrix=self.whitening_matrix,
+                       intercept_value=float(self.intercept_value))
+        return out
 
 
 class PrivateStandardiser:
@@ -125,24 +277,75 @@ class PrivateStandardiser:
 
     Parameters
     ----------
-    mode : {"robust", "pooled", "target", "minimal", "none"}
+    mode : str
+        One of :data:`MODES`.
     quantile_epsilon : float
         Epsilon of every private quantile (``inf``: exact, no noise).
     fit_intercept : bool
-        Centre the data (robust and pooled modes) and append an intercept column.
+        Centre the data and append an intercept column.
+    mu : float, default=inf
+        The fit's total Gaussian-DP budget; the whitened modes spend the shares
+        :data:`GRAM_SHARE` (and :data:`MAGNITUDE_SHARE` when the check runs) of
+        ``mu^2`` (see :meth:`gaussian_share`).
+    bound_multiplier : float, default=1.0
+        ``m_B`` of the row bounds (public; ``inf``: no clipping).
+    full_whitening : bool, default=True
+        Whether joint (off-diagonal) whitening may be used.
+    magnitude_check : bool, default=False
+        Whether the whitened modes run the magnitude check (public rule:
+        :meth:`magnitude_check_useful`).
     """
 
-    def __init__(self, mode, quantile_epsilon, fit_intercept=True):
+    def __init__(self, mode, quantile_epsilon, fit_intercept=True, *, mu=math.inf, bound_multiplier=1.0,
+                 full_whitening=True, magnitude_check=False):
         if mode not in MODES:
             raise ValueError(f"Unknown scaling mode {mode!r}; choose one of {MODES}.")
         self.mode = mode
         self.quantile_epsilon = float(quantile_epsilon)
         self.fit_intercept = bool(fit_intercept)
+        self.mu = float(mu)
+        self.bound_multiplier = float(bound_multiplier)
+        self.full_whitening = bool(full_whitening)
+        self.magnitude_check = bool(magnitude_check) and mode in WHITENED_MODES
+
+    # -- public rules ------------------------------------------------------------------------
+    @staticmethod
+    def n_quantiles(mode, n_features, fit_intercept):
+        """Number of quantiles a mode releases (public)."""
+        if mode in WHITENED_MODES:
+            stages = _STAGES[mode] if fit_intercept else 1
+            # X's statistics, y's (4 with an intercept, else a scale), the two row-norm medians.
+            return stages * n_features + (4 if fit_intercept else 1) + 2
+        per_col = 3 if fit_intercept else 1
+        return {"robust": per_col * (n_features + 1), "pooled": 2 + per_col, "target": 1 + per_col,
+                "minimal": 2, "none": 0}[mode]
+
+    @staticmethod
+    def magnitude_check_useful(n_samples, n_features, mu_over_estimate):
+        """Whether the check can detect a column with 10% of its rows out of range (public rule)."""
+        noise = magnitude_check_sensitivity(n_features) / (math.sqrt(MAGNITUDE_SHARE) * mu_over_estimate)
+        return 3.5 * noise <= 0.1 * n_samples
+
+    def gaussian_share(self):
+        """Share of the fit's Gaussian budget ``mu^2`` that this standardiser spends."""
+        if self.mode not in WHITENED_MODES:
+            return 0.0
+        return GRAM_SHARE + (MAGNITUDE_SHARE if self.magnitude_check else 0.0)
 
     # -- the plan: one list of steps, each with the event it will release -------------------
     def _steps(self, n_features):
         mode, eps, center = self.mode, self.quantile_epsilon, self.fit_intercept
         steps = []
+        if mode in WHITENED_MODES:
+            stages = _STAGES[mode] if center else 1
+            steps.append(("feature_statistics", column_statistics_event(n_features, eps, stages)))
+            steps.append(("target_statistics", column_statistics_event(1, eps, 4 if center else 1)))
+            if self.magnitude_check:
+                steps.append(("magnitude_check", GaussianRelease(1.0, self._std(MAGNITUDE_SHARE))))
+            steps.append(("second_moment_bound", ExponentialMechanismRelease(eps)))
+            steps.append(("second_moment", GaussianRelease(1.0, self._std(GRAM_SHARE))))
+            steps.append(("row_bound", ExponentialMechanismRelease(eps)))
+            return steps
         if mode == "robust":
             steps.append(("features", robust_scaling_event(n_features, eps, center)))
         elif mode in ("pooled", "minimal"):
@@ -154,12 +357,9 @@ class PrivateStandardiser:
             steps.append(("row_bound", ExponentialMechanismRelease(eps)))
         return steps
 
-    @staticmethod
-    def n_quantiles(mode, n_features, fit_intercept):
-        """Number of quantiles a mode releases (public)."""
-        per_col = 3 if fit_intercept else 1
-        return {"robust": per_col * (n_features + 1), "pooled": 2 + per_col, "target": 1 + per_col,
-                "minimal": 2, "none": 0}[mode]
+    def _std(self, share):
+        """Noise multiplier (std per unit sensitivity) of a Gaussian release with ``share`` of mu^2."""
+        return 0.0 if math.isinf(self.mu) else 1.0 / (math.sqrt(share) * self.mu)
 
     def planned_event(self, n_features):
         """Everything :meth:`fit` will release on data with ``n_features`` columns."""
@@ -175,6 +375,11 @@ class PrivateStandardiser:
         event : PrivacyEvent
             What was released (never more expensive than :meth:`planned_event`).
         """
+        if self.mode in WHITENED_MODES:
+            return self._fit_whitened(X, y, rng)
+        return self._fit_columnwise(X.toarray() if sp.issparse(X) else X, y, rng)
+
+    def _fit_columnwise(self, X, y, rng):
         n, d = X.shape
         eps = self.quantile_epsilon
         jitter = 0.0 if math.isinf(eps) else _JITTER
@@ -207,6 +412,85 @@ class PrivateStandardiser:
         scaling = Scaling(self.mode, cx, sx, float(cy), float(sy), float(row_bound),
                           typical_norm / math.sqrt(d), self.fit_intercept, eps)
         return scaling, Sequential(released)
+
+    def _fit_whitened(self, X, y, rng):
+        n, d = X.shape
+        eps = self.quantile_epsilon
+        center = self.fit_intercept
+        exact = math.isinf(self.mu)
+        bound_multiple = _BOUND_MULTIPLE * self.bound_multiplier
+        y = np.clip(np.asarray(y, dtype=float), -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
+        released = []
+        cx = sx = cy = sy = whitening = None
+        gram_bound = row_bound = math.inf
+        for name, planned in self._steps(d):
+            if name == "feature_statistics":
+                stages = _STAGES[self.mode] if center else 1
+                cx, sx, event = private_column_statistics(X, eps, stages=stages, random_state=rng)
+            elif name == "target_statistics":
+                c, s, event = private_column_statistics(y.reshape(-1, 1), eps, stages=4 if center else 1,
+                                                        random_state=rng)
+                cy, sy = float(c[0]), float(s[0])
+            elif name == "magnitude_check":
+                # Post-processing: a column with many standardised values beyond 10^k gets
+                # its scale multiplied by 10^k.
+                off, event = private_magnitude_check(X, cx, sx, self._std(MAGNITUDE_SHARE)
+                                                     * magnitude_check_sensitivity(d), random_state=rng)
+                sx = sx * 10.0 ** off
+            elif name == "second_moment_bound":
+                norms = self._standardised(X, cx, sx).row_norms()
+                median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log", random_state=rng)
+                gram_bound = bound_multiple * median
+            elif name == "second_moment":
+                rows = self._standardised(X, cx, sx).blocks()
+                bound = gram_bound if not exact else math.inf
+                std = 0.0 if exact else self._std(GRAM_SHARE) * _sensitivity_of_gram(gram_bound, n)
+                gram, event = private_second_moment(rows, bound, std, random_state=rng)
+                if not center:
+                    # Without an intercept the columns are not centred: uncentred second moments.
+                    gram[:d, d] = gram[d, :d] = 0.0
+                whitening = whitening_from_second_moment(gram, std, d, full_allowed=self.full_whitening)
+            else:  # "row_bound": median of the norms of the whitened feature rows
+                scaling = self._scaling(cx, sx, cy, sy, math.inf, whitening)
+                median, event = private_quantile(scaling.feature_norms(X), 0.5, eps, (1e-6, 1e12),
+                                                 scale="log", random_state=rng)
+                row_bound = bound_multiple * median
+            _check_within_plan(name, event, planned)
+            released.append(event)
+        return self._scaling(cx, sx, cy, sy, row_bound, whitening), Sequential(released)
+
+    def _scaling(self, cx, sx, cy, sy, row_bound, whitening):
+        return Scaling(self.mode, cx, sx, cy, sy, float(row_bound), 1.0, self.fit_intercept,
+                       self.quantile_epsilon, intercept_value=whitening.kappa if self.fit_intercept else 1.0,
+                       whitening_mean=whitening.mean, whitening_matrix=whitening.matrix)
+
+    @staticmethod
+    def _standardised(X, cx, sx):
+        """The rows ``[z, 1]``, ``z = (x - c) / s`` (values clipped to public limits), as a design."""
+        if sp.issparse(X):
+            Xs = sp.csr_matrix(X, dtype=float)
+            Xs.data = np.clip(Xs.data, -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
+            return LinearDesign(Xs, 1.0 / sx, cx / sx, 1.0)
+        return _DenseRows(np.hstack([np.clip((np.clip(X, -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT) - cx) / sx,
+                                             -_Z_LIMIT, _Z_LIMIT), np.ones((X.shape[0], 1))]))
+
+
+class _DenseRows:
+    """A dense matrix with the two methods of a design the standardiser uses."""
+
+    def __init__(self, Z):
+        self.Z = Z
+
+    def row_norms(self):
+        return row_norms(self.Z)
+
+    def blocks(self, chunk=4096):
+        for i0 in range(0, self.Z.shape[0], chunk):
+            yield self.Z[i0:i0 + chunk]
+
+
+def _sensitivity_of_gram(bound, n):
+    return math.sqrt(2.0) * bound**2 / n
 
 
 def _check_within_plan(name, released, planned):

@@ -17,11 +17,17 @@ from .noise import (
 )
 from .quantiles import private_quantile, private_scale
 from .scaling import (
+    SCALE_PRIOR,
+    column_statistics_event,
+    magnitude_check_sensitivity,
     pooled_scaling_event,
+    private_column_statistics,
+    private_magnitude_check,
     private_pooled_scale,
     private_robust_scaling,
     robust_scaling_event,
 )
+from .second_moment import private_second_moment, second_moment_sensitivity
 from .sparse_vector import SparseVector, sparse_vector_event
 from .spectral import MAX_GRAM_SIZE, private_top_eigenvalue, top_eigenvalue
 from .tree import TreeAggregator, tree_depth, tree_nodes
@@ -52,6 +58,13 @@ __all__ = [
     "robust_scaling_event",
     "private_pooled_scale",
     "pooled_scaling_event",
+    "private_column_statistics",
+    "column_statistics_event",
+    "private_magnitude_check",
+    "magnitude_check_sensitivity",
+    "SCALE_PRIOR",
+    "private_second_moment",
+    "second_moment_sensitivity",
     "CertifiedSolution",
     "certified_minimize",
     "erm_sensitivity",

@@ -31,7 +31,7 @@ def _check_bounds(bounds, scale):
     return lower, upper
 
 
-def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonzero=False,
+def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonzero=False, prior=None,
                      random_state=None):
     """Epsilon-DP estimate of a quantile of every column of ``values``.
 
@@ -56,6 +56,13 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
         sensitivity 1: replacing a row moves every rank by at most one and the
         target ``quantile * n_nonzero`` by at most ``quantile``, in opposite
         cases, so the change is at most ``max(quantile, 1 - quantile)``.
+    prior : sequence of (lower, upper, weight), optional
+        A public base measure instead of the uniform one: a mixture of uniform
+        pieces (uniform on the chosen ``scale``) covering the range. Any fixed,
+        data-independent base measure keeps the mechanism epsilon-DP; it
+        decides where the estimate falls when the data cannot move it (a column
+        with few values at this epsilon). A column with no value at all returns
+        the geometric centre of the heaviest piece.
     random_state : None, int or Generator
 
     Returns
@@ -74,6 +81,17 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     True
     >>> event
     Repeated(event=ExponentialMechanismRelease(epsilon=1.0), count=1)
+
+    A prior that favours ``[0.5, 2]`` decides the scale of a column whose
+    nonzero values are too few for the budget (one in a thousand here):
+
+    >>> rare = np.zeros((5000, 1))
+    >>> rare[:5, 0] = 1.0
+    >>> s, _ = private_quantile(rare, 0.5, 0.05, (1e-15, 1e15), scale="log", nonzero=True,
+    ...                         prior=[(1e-15, 0.5, 1e-5), (0.5, 2.0, 0.999), (2.0, 1e15, 1e-3)],
+    ...                         random_state=0)
+    >>> bool(0.5 <= s <= 2.0)
+    True
     """
     if scale not in ("linear", "log"):
         raise ValueError(f"scale must be 'linear' or 'log'; got {scale!r}.")
@@ -84,8 +102,10 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     if not epsilon > 0:
         raise ValueError(f"epsilon must be positive; got {epsilon!r}.")
     lower, upper = _check_bounds(bounds, scale)
+    log_scale = scale == "log"
+    pieces = None if prior is None else _check_prior(prior, (lower, upper), log_scale)
     if np.isinf(epsilon):
-        return _exact_quantile(values, quantile, (lower, upper), nonzero)
+        return _exact_quantile(values, quantile, (lower, upper), nonzero, pieces, log_scale)
     rng = check_generator(random_state)
 
     x = np.asarray(values, dtype=float)
@@ -103,14 +123,13 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     else:
         n_present = np.full(n_columns, float(n))
     n_absent = n - n_present
-    log_scale = scale == "log"
     if log_scale:
         lower_t, upper_t = np.log(lower), np.log(upper)
     else:
         lower_t, upper_t = lower, upper
 
     def intervals(cols):
-        """Edges, lengths and cumulative weights of the intervals of some columns."""
+        """Edges, base masses and cumulative weights of the intervals of some columns."""
         xc = x[cols]
         if nonzero:
             # Zeros sit at the lower edge, below every value that is present, where
@@ -123,46 +142,94 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
         xc.sort(axis=1)
         edges = np.empty((xc.shape[0], n + 2))
         edges[:, 0], edges[:, -1], edges[:, 1:-1] = lower_t, upper_t, xc
-        lengths = np.diff(edges, axis=1)  # (columns, n + 1)
+        mass = np.diff(edges, axis=1) if pieces is None else _piece_masses(edges, pieces).sum(axis=0)
         ranks = np.arange(n + 1, dtype=float)[None, :] - n_absent[cols, None]
         utility = -np.abs(np.maximum(ranks, 0.0) - quantile * n_present[cols, None])
         with np.errstate(divide="ignore"):
-            log_weight = np.log(lengths) + 0.5 * epsilon * utility
+            log_weight = np.log(mass) + 0.5 * epsilon * utility
         log_weight -= log_weight.max(axis=1, keepdims=True)
-        return edges, lengths, np.cumsum(np.exp(log_weight), axis=1)
+        return edges, mass, np.cumsum(np.exp(log_weight), axis=1)
 
-    if n * n_columns >= 400_000 and n_columns >= 2:
+    block = max(1, 4_000_000 // (n + 2)) if pieces is not None else n_columns
+    chunks = [np.arange(j, min(j + block, n_columns)) for j in range(0, n_columns, block)]
+    if n * n_columns >= 400_000 and n_columns >= 2 and len(chunks) == 1:
         # Large inputs: two threads (numpy releases the GIL); the random draws
         # below stay in the main thread, in column order, so results do not depend
         # on the split.
-        halves = [np.arange(0, n_columns // 2), np.arange(n_columns // 2, n_columns)]
+        chunks = [np.arange(0, n_columns // 2), np.arange(n_columns // 2, n_columns)]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            parts = list(pool.map(intervals, halves))
-        edges, lengths, cumulative = (np.vstack([part[i] for part in parts]) for i in range(3))
+            parts = list(pool.map(intervals, chunks))
     else:
-        edges, lengths, cumulative = intervals(np.arange(n_columns))
+        parts = [intervals(c) for c in chunks]
+    edges, mass, cumulative = (np.vstack([part[i] for part in parts]) for i in range(3))
     # Sample an interval per column by inverse CDF (exactly the exponential
-    # mechanism's distribution over intervals), then a point uniformly inside.
+    # mechanism's distribution over intervals), then a point inside it from the
+    # base measure restricted to it.
     u = rng.random(n_columns) * cumulative[:, -1]
     k = np.array([min(int(np.searchsorted(cumulative[j], u[j], side="left")), n)
                   for j in range(n_columns)], dtype=int)
     cols = np.arange(n_columns)
-    estimate = edges[cols, k] + rng.random(n_columns) * lengths[cols, k]
+    lo, hi = edges[cols, k], edges[cols, k + 1]
+    if pieces is None:
+        estimate = lo + rng.random(n_columns) * (hi - lo)
+    else:
+        estimate = _sample_within(lo, hi, pieces, rng)
     if log_scale:
         estimate = np.exp(estimate)
     event = Repeated(ExponentialMechanismRelease(epsilon), n_columns)
     return (float(estimate[0]) if one_column else estimate), event
 
 
-def _exact_quantile(values, quantile, bounds, nonzero):
-    """The non-private limit (epsilon = inf): the empirical quantile of the clipped values."""
+def _check_prior(prior, bounds, log_scale):
+    """Pieces ``(a, b, weight)`` in the transformed scale, weights normalised."""
+    pieces = []
+    for a, b, w in prior:
+        a, b, w = float(a), float(b), float(w)
+        if not (bounds[0] <= a < b <= bounds[1]) or not w > 0:
+            raise ValueError(f"prior pieces must lie within the bounds {bounds} with positive weights; "
+                             f"got {(a, b, w)!r}.")
+        pieces.append((np.log(a), np.log(b), w) if log_scale else (a, b, w))
+    total = sum(w for _, _, w in pieces)
+    return [(a, b, w / total) for a, b, w in pieces]
+
+
+def _piece_masses(edges, pieces):
+    """Base-measure mass of every interval from each piece: shape (pieces, columns, intervals)."""
+    return np.stack([w * np.clip(np.minimum(edges[:, 1:], b) - np.maximum(edges[:, :-1], a), 0.0, None)
+                     / (b - a) for a, b, w in pieces])
+
+
+def _sample_within(lo, hi, pieces, rng):
+    """A point of ``[lo, hi]`` (per column) from the base measure restricted to it."""
+    edges = np.stack([lo, hi], axis=1)
+    masses = _piece_masses(edges, pieces)[:, :, 0].T  # (columns, pieces)
+    choice = rng.random(lo.size) * masses.sum(axis=1)
+    piece = np.minimum((np.cumsum(masses, axis=1) < choice[:, None]).sum(axis=1), len(pieces) - 1)
+    a = np.array([p[0] for p in pieces])[piece]
+    b = np.array([p[1] for p in pieces])[piece]
+    left, right = np.maximum(lo, a), np.minimum(hi, b)
+    left, right = np.where(right > left, left, lo), np.where(right > left, right, hi)
+    return left + rng.random(lo.size) * (right - left)
+
+
+def _exact_quantile(values, quantile, bounds, nonzero, pieces=None, log_scale=False):
+    """The non-private limit (epsilon = inf): the empirical quantile of the (clipped) values.
+
+    With ``nonzero`` the zeros are dropped *before* clipping (clipping first would
+    turn them into the positive lower bound of a log scale and count them).
+    """
     x = np.asarray(values, dtype=float)
     one_column = x.ndim == 1
-    x = np.clip(x.reshape(x.shape[0], -1), *bounds)
+    x = x.reshape(x.shape[0], -1)
     out = np.empty(x.shape[1])
+    if pieces is not None:
+        a, b, _ = max(pieces, key=lambda piece: piece[2])
+        empty = float(np.exp(0.5 * (a + b))) if log_scale else 0.5 * (a + b)
+    else:
+        empty = bounds[0]
     for j in range(x.shape[1]):
         col = x[:, j][x[:, j] != 0] if nonzero else x[:, j]
-        out[j] = np.quantile(col, quantile) if col.size else bounds[0]
+        out[j] = np.quantile(np.clip(col, *bounds), quantile) if col.size else empty
     event = Repeated(ExponentialMechanismRelease(np.inf), x.shape[1])
     return (float(out[0]) if one_column else out), event
 

@@ -8,6 +8,8 @@ eigensolver that may not converge (ARPACK) raises depending on the data, and an
 exception after the budget is charged is itself a release.
 """
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -20,8 +22,8 @@ __all__ = ["top_eigenvalue", "private_top_eigenvalue", "MAX_GRAM_SIZE"]
 MAX_GRAM_SIZE = 4096
 
 
-def top_eigenvalue(X):
-    """Largest eigenvalue of ``X^T X / n`` (exact up to rounding; never raises on finite input).
+def top_eigenvalue(X, weights=None):
+    """Largest eigenvalue of ``X^T diag(weights) X / n`` (exact up to rounding; never raises on finite input).
 
     The Gram matrix is formed and its eigenvalues computed by LAPACK's symmetric
     tridiagonal QR algorithm, which converges for every finite symmetric matrix.
@@ -30,8 +32,11 @@ def top_eigenvalue(X):
 
     Parameters
     ----------
-    X : ndarray or sparse matrix of shape (n_samples, n_columns)
-        Finite values; at most :data:`MAX_GRAM_SIZE` columns.
+    X : ndarray, sparse matrix or design of shape (n_samples, n_columns)
+        Finite values; at most :data:`MAX_GRAM_SIZE` columns. A design object
+        (:class:`~skdp.solvers.design.LinearDesign`) provides ``weighted_gram``.
+    weights : ndarray of shape (n_samples,), optional
+        Row weights (1 by default), e.g. squared clip factors.
 
     Returns
     -------
@@ -47,7 +52,12 @@ def top_eigenvalue(X):
     n, p = X.shape
     if p > MAX_GRAM_SIZE:
         raise ValueError(f"top_eigenvalue forms a {p} x {p} Gram matrix; at most {MAX_GRAM_SIZE} columns.")
-    gram = X.T @ X
+    if hasattr(X, "weighted_gram"):
+        gram = X.weighted_gram(weights)
+    elif weights is None:
+        gram = X.T @ X
+    else:
+        gram = X.T @ (X.multiply(weights[:, None]) if sp.issparse(X) else X * weights[:, None])
     gram = (gram.toarray() if sp.issparse(gram) else np.asarray(gram, dtype=float)) / n
     gram = 0.5 * (gram + gram.T)
     try:
@@ -70,13 +80,15 @@ def _bisection_top_eigenvalue(gram, n_iter=200):
     return hi
 
 
-def private_top_eigenvalue(X, row_bound, noise_std, random_state=None):
+def private_top_eigenvalue(X, row_bound, noise_std, random_state=None, weights=None):
     """Release the largest eigenvalue of ``X^T X / n`` with Gaussian noise.
 
     Replacing one row changes ``X^T X / n`` by ``(x' x'^T - x x^T) / n``: a
     difference of two PSD matrices of norm at most ``row_bound^2 / n``, so by
     Weyl's inequality the top eigenvalue moves by at most ``row_bound^2 / n``
-    (its sensitivity). Rows must have norm at most ``row_bound``.
+    (its sensitivity). Rows must have norm at most ``row_bound``, or be clipped
+    to it by ``weights`` (squared clip factors: row ``i`` then counts as
+    ``sqrt(weights_i) x_i``).
 
     Parameters
     ----------
@@ -91,5 +103,10 @@ def private_top_eigenvalue(X, row_bound, noise_std, random_state=None):
     value : float
     event : GaussianRelease
     """
-    sensitivity = float(row_bound) ** 2 / X.shape[0]
-    return gaussian_mechanism(top_eigenvalue(X), sensitivity, noise_std, random_state=random_state)
+    if not math.isfinite(float(row_bound)):
+        if noise_std > 0:
+            raise ValueError("A noisy release of the top eigenvalue needs a finite row bound.")
+        sensitivity = 0.0  # no noise, no privacy claim (epsilon = inf)
+    else:
+        sensitivity = float(row_bound) ** 2 / X.shape[0]
+    return gaussian_mechanism(top_eigenvalue(X, weights), sensitivity, noise_std, random_state=random_state)

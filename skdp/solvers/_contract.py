@@ -16,6 +16,10 @@ operations, always called in this order by the pipeline:
    whose event describes the noise actually drawn (never more expensive than
    the plan; the pipeline checks).
 
+A solver may also predict, from the same public inputs as :meth:`Solver.plan`,
+that it will be inaccurate (:meth:`Solver.poor_fit_reason`); the pipeline then
+warns before anything is spent and names the solver its routing table would run.
+
 Capabilities are declared, not discovered (:class:`Capabilities`), and a
 configuration is never mutated: :meth:`Solver.replace` returns a new one. Solvers
 are found by name in a registry (:func:`register_solver`, :func:`get_solver`).
@@ -52,6 +56,17 @@ class Capabilities:
         Its per-sample gradient clip, chosen by a private quantile in the
         practical schedule, may be replaced by a public value (``clip=``), which
         the pipeline does when the budget is too small to fund the quantile.
+    unbounded_rows : bool
+        Its privacy does not rest on a bound of the row norms (every release
+        clips what it needs itself), so the pipeline may leave rows whole: an
+        informative heavy-tailed column is then not cut off. Without it, rows
+        are clipped to the problem's ``row_bound``.
+    matrix_penalty : bool
+        It handles a ridge given as a matrix (``GLMProblem.penalty_matrix``), as
+        joint whitening produces.
+    implicit_design : bool
+        It only multiplies the rows by vectors and takes row subsets, so a
+        sparse design may stay implicit (:class:`~skdp.solvers.design.LinearDesign`).
     """
 
     l1: bool = False
@@ -59,6 +74,9 @@ class Capabilities:
     smooth_only: bool = False
     approximate_dp: bool = False
     public_clip: bool = False
+    unbounded_rows: bool = False
+    matrix_penalty: bool = False
+    implicit_design: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,6 +202,10 @@ class Solver:
         """A variant that releases fewer private quantiles, for starved budgets (default: itself)."""
         return self
 
+    def for_whitened_rows(self):
+        """The configuration for whitened, possibly unbounded rows (default: itself)."""
+        return self
+
     def with_public_clip(self, clip):
         """The same solver with a public per-sample gradient clip (needs ``capabilities.public_clip``)."""
         if not self.capabilities.public_clip:
@@ -227,6 +249,15 @@ class Solver:
     def plan(self, spec, budget):
         """The exact privacy event of a run at ``budget`` (public inputs only)."""
         raise NotImplementedError
+
+    def poor_fit_reason(self, spec, budget):
+        """Why a run at ``budget`` is predicted to be inaccurate, or None (public inputs only).
+
+        A rule on ``spec`` and the calibrated ``budget`` (never on data), stated
+        with its arithmetic by the solvers that have a known failure regime; it
+        changes nothing in the run. The default predicts nothing.
+        """
+        return None
 
     def run(self, spec, problem, budget, rng):
         """Solve ``problem`` (a :class:`~skdp.solvers.GLMProblem` matching ``spec``)."""

@@ -60,7 +60,7 @@ def gradient_norms(problem, w, rows=None):
     return np.abs(problem.derivatives(w, rows)) * norms
 
 
-def private_clip(problem, level, epsilon, rng, *, w=None, values=None, upper=None):
+def private_clip(problem, level, epsilon, rng, *, w=None, rows=None, values=None, upper=None):
     """Epsilon-DP ``level``-quantile of the per-sample gradient norms, as a clip threshold.
 
     Parameters
@@ -72,6 +72,9 @@ def private_clip(problem, level, epsilon, rng, *, w=None, values=None, upper=Non
     rng : numpy Generator
     w : ndarray, optional
         The point at which the gradients are taken (default 0).
+    rows : index array, optional
+        The rows whose gradient norms are used (default all): a solver's
+        disjoint block, so that quantiles of disjoint blocks compose in parallel.
     values : ndarray, optional
         Per-record quantities to use instead of the gradient norms (for example
         per-sample Lipschitz bounds); each record contributes one value.
@@ -84,7 +87,7 @@ def private_clip(problem, level, epsilon, rng, *, w=None, values=None, upper=Non
     event : PrivacyEvent
     """
     if values is None:
-        values = gradient_norms(problem, np.zeros(problem.n_coef) if w is None else w)
+        values = gradient_norms(problem, np.zeros(problem.n_coef) if w is None else w, rows)
     lower = CLIP_RANGE[0] * problem.row_bound
     upper = CLIP_RANGE[1] * problem.row_bound if upper is None else upper
     threshold, event = private_quantile(values, level, epsilon, (lower, upper), scale="log", random_state=rng)

@@ -44,6 +44,10 @@ def noisy_clipped_gradient(problem, w, clip, std, rng, rows=None):
     """
     m = problem.n_samples if rows is None else len(rows)
     mean = problem.clipped_gradient_sum(w, clip, rows) / m
+    if not math.isfinite(clip):
+        if std > 0:
+            raise ValueError("A noisy release needs a finite clip threshold.")
+        return gaussian_mechanism(mean, 0.0, 0.0, random_state=rng)  # no clipping, no noise: not private
     return gaussian_mechanism(mean, 2.0 * clip / m, std, random_state=rng)
 
 

@@ -8,10 +8,11 @@ is the one place where solvers touch the data for gradients; tests wrap it to
 answer every query on a neighbouring dataset too.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..losses import RegressionLoss
 from ..mechanisms import clip_factors, row_norms
 from .geometry import project_ball
 
@@ -26,8 +27,10 @@ class GLMProblem:
 
     Attributes
     ----------
-    X : ndarray of shape (n_samples, n_coef)
-        Rows with norm at most ``row_bound`` (enforced by the caller).
+    X : ndarray of shape (n_samples, n_coef) or LinearDesign
+        The rows (a :class:`~skdp.solvers.design.LinearDesign` keeps a sparse
+        design implicit); with ``rows_clipped`` their norms are at most
+        ``row_bound`` (enforced by the caller).
     y : ndarray of shape (n_samples,)
     loss : Loss or CallableLoss
     penalty : ndarray of shape (n_coef,)
@@ -36,13 +39,21 @@ class GLMProblem:
     radius : float
         Public radius of the coefficient ball.
     row_bound : float
-        Public bound on every row norm.
+        Public or released bound on every row norm when ``rows_clipped``;
+        otherwise a released typical scale of the rows (solvers use it for
+        public ranges and clip it themselves where a release needs a bound).
     intercept : bool
         Whether the last column is the constant intercept column (never
         penalised by the solvers' own regularisation).
     unit : float
         Typical size of one coordinate of a row (1 for standardised data): a
         public or privately released scale that solvers may use for step sizes.
+    rows_clipped : bool
+        Whether every row norm is at most ``row_bound``.
+    penalty_matrix : ndarray of shape (n_coef, n_coef) or None
+        A ridge given as a matrix (joint whitening): the objective then has
+        ``0.5 w^T penalty_matrix w`` instead of the ``penalty`` term (whose
+        entries are its diagonal, for solvers' step sizes).
     """
 
     X: np.ndarray
@@ -56,18 +67,21 @@ class GLMProblem:
     norms: np.ndarray = field(default=None, repr=False)
     active: np.ndarray = field(default=None, repr=False)
     l1: np.ndarray = field(default=None)
+    rows_clipped: bool = True
+    penalty_matrix: np.ndarray = field(default=None, repr=False)
 
     def __post_init__(self):
         # Column-major storage makes both X @ w and X.T @ v (two per full-batch
         # step) two to three times faster for tall matrices.
-        self.X = np.asfortranarray(self.X, dtype=float)
+        if isinstance(self.X, np.ndarray) or not hasattr(self.X, "rmatvec"):
+            self.X = np.asfortranarray(self.X, dtype=float)
         # Labels beyond 1e150 in solver units are clipped (a fixed per-record map):
         # products such as loss' x row norm then stay finite for every record.
         self.y = np.clip(np.asarray(self.y, dtype=float), -_LABEL_LIMIT, _LABEL_LIMIT)
         self.penalty = np.asarray(self.penalty, dtype=float)
         if self.norms is None:
-            self.norms = row_norms(self.X)
-        if self.norms.size and self.norms.max() > self.row_bound * (1 + 1e-9):
+            self.norms = self.X.row_norms() if hasattr(self.X, "row_norms") else row_norms(self.X)
+        if self.rows_clipped and self.norms.size and self.norms.max() > self.row_bound * (1 + 1e-9):
             raise ValueError("GLMProblem rows must be clipped to row_bound before solving.")
         if self.active is None:
             self.active = np.ones(self.X.shape[0], dtype=bool)
@@ -85,29 +99,41 @@ class GLMProblem:
 
     def subset(self, index):
         """The same problem on a subset of rows (a disjoint block)."""
-        return GLMProblem(self.X[index], self.y[index], self.loss, self.penalty, self.radius,
-                          self.row_bound, intercept=self.intercept, unit=self.unit, norms=self.norms[index],
-                          active=self.active[index], l1=self.l1)
+        return replace(self, X=self.X[index], y=self.y[index], norms=self.norms[index],
+                       active=self.active[index])
 
     def with_loss(self, loss):
         """The same problem with another loss."""
-        return GLMProblem(self.X, self.y, loss, self.penalty, self.radius, self.row_bound,
-                          intercept=self.intercept, unit=self.unit, norms=self.norms, active=self.active,
-                          l1=self.l1)
+        return replace(self, loss=loss)
 
-    def lipschitz_bounds(self):
-        """Per-row Lipschitz constant of the loss over the coefficient ball (built-in losses)."""
-        return self.loss.lipschitz_bound(self.norms, self.y, self.radius)
+    def lipschitz_bounds(self, center=None, radius=None):
+        """Per-row Lipschitz constant of the loss over the coefficient ball (built-in losses).
 
-    def truncated(self, threshold):
-        """Algorithm 4's map: rows whose Lipschitz bound exceeds ``threshold`` become dummies."""
-        return self.with_active(self.lipschitz_bounds() <= threshold)
+        With ``center`` and ``radius``: the bound over ``Ball(0, R) ∩ Ball(center,
+        radius)``. For a loss of the residual the prediction ranges over
+        ``x.center +- radius ||x||`` there, so the bound is ``||x||
+        derivative_bound(radius ||x||, y - x.center)``; the smaller of that and the
+        bound over ``Ball(0, R)`` is returned (other losses: the latter). Every
+        value depends on its own row only (a per-record quantity).
+        """
+        bounds = self.loss.lipschitz_bound(self.norms, self.y, self.radius)
+        if center is not None and isinstance(self.loss, RegressionLoss):
+            residual_at_center = self.y - self.X @ center
+            local = self.loss.derivative_bound(float(radius) * self.norms, residual_at_center) * self.norms
+            bounds = np.minimum(bounds, local)
+        return bounds
+
+    def truncated(self, threshold, center=None, radius=None):
+        """Algorithm 4's map: rows whose Lipschitz bound exceeds ``threshold`` become dummies.
+
+        The bound is over the coefficient ball, or over ``Ball(0, R) ∩ Ball(center,
+        radius)`` when those are given (:meth:`lipschitz_bounds`).
+        """
+        return self.with_active(self.lipschitz_bounds(center, radius) <= threshold)
 
     def with_active(self, active):
         """The same problem where inactive rows are dummies with zero loss (n unchanged)."""
-        return GLMProblem(self.X, self.y, self.loss, self.penalty, self.radius, self.row_bound,
-                          intercept=self.intercept, unit=self.unit, norms=self.norms,
-                          active=np.asarray(active, bool), l1=self.l1)
+        return replace(self, active=np.asarray(active, bool))
 
     def loss_smoothness_or_one(self):
         """The loss's smoothness in the prediction (1 for non-smooth losses, for step sizes)."""
@@ -127,20 +153,23 @@ class GLMProblem:
     def has_l1(self):
         return bool(np.any(self.l1 > 0))
 
-    def prox(self, v, step):
+    def prox(self, v, step, project=True):
         """Exact proximal map of ``step * sum(l1 * |w|)`` plus the indicator of the coefficient ball.
 
         Soft thresholding followed by the radial projection: for an l2 ball
         centred at 0 this composition is the exact prox of the sum (KKT).
+        ``project=False`` leaves out the ball.
         """
         if self.has_l1:
             v = np.sign(v) * np.maximum(np.abs(v) - step * self.l1, 0.0)
-        return project_ball(v, self.radius)
+        return project_ball(v, self.radius) if project else v
 
     def objective(self, w):
         """The regularised empirical objective at ``w`` (not private; for tests and diagnostics)."""
         values = np.where(self.active, self.loss.value(self.X @ w, self.y), 0.0)
-        return float(np.mean(values) + 0.5 * np.sum(self.penalty * w * w) + np.sum(self.l1 * np.abs(w)))
+        ridge = (0.5 * w @ self.penalty_matrix @ w if self.penalty_matrix is not None
+                 else 0.5 * np.sum(self.penalty * w * w))
+        return float(np.mean(values) + ridge + np.sum(self.l1 * np.abs(w)))
 
     def free_coordinates(self):
         """1 for coefficients of features, 0 for the intercept."""

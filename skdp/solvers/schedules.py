@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-__all__ = ["halving_phase_sizes", "split_batches", "clamp_steps", "sgd_practical_steps", "stich_schedule",
-           "decaying_steps"]
+__all__ = ["halving_phase_sizes", "fractional_phase_sizes", "split_batches", "permuted_blocks", "clamp_steps",
+           "sgd_practical_steps", "stich_schedule", "decaying_steps", "tail_average_weights"]
 
 
 def halving_phase_sizes(n):
@@ -27,6 +27,25 @@ def halving_phase_sizes(n):
     return sizes
 
 
+def fractional_phase_sizes(n, fractions):
+    """Disjoint phase sizes in the proportions ``fractions`` (rounded at the cumulative cuts).
+
+    Empty phases are dropped.
+
+    Examples
+    --------
+    >>> from skdp.solvers.schedules import fractional_phase_sizes
+    >>> fractional_phase_sizes(1001, (0.5, 0.5)), fractional_phase_sizes(10, (1, 1, 1))
+    ([500, 501], [3, 4, 3])
+    """
+    fr = np.asarray(fractions, dtype=float)
+    if fr.ndim != 1 or fr.size == 0 or not np.all(fr >= 0) or not fr.sum() > 0:
+        raise ValueError(f"Phase fractions must be non-negative with a positive sum; got {fractions!r}.")
+    cuts = np.round(np.cumsum(fr / fr.sum()) * n).astype(int)
+    sizes = np.diff(np.concatenate([[0], cuts])).tolist()
+    return [int(s) for s in sizes if s > 0]
+
+
 def split_batches(n, n_batches, random_state):
     """``n_batches`` disjoint batches from a data-independent random permutation of ``range(n)``.
 
@@ -38,6 +57,19 @@ def split_batches(n, n_batches, random_state):
         raise ValueError(f"Need 1 <= n_batches <= n; got {n_batches} batches for {n} rows.")
     order = random_state.permutation(n)
     return np.array_split(order, n_batches)
+
+
+def permuted_blocks(n, sizes, random_state):
+    """Disjoint blocks of ``sizes`` rows, cut in order from a data-independent permutation of ``range(n)``.
+
+    Rows beyond ``sum(sizes)`` are left out. The permutation is drawn first, from
+    the fit's generator only, so the blocks are public randomness.
+    """
+    if sum(sizes) > n or min(sizes, default=1) < 0:
+        raise ValueError(f"Blocks of {list(sizes)} rows do not fit in {n} rows.")
+    order = random_state.permutation(n)
+    cuts = np.cumsum([0] + [int(s) for s in sizes])
+    return [order[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def clamp_steps(T, n):
@@ -102,3 +134,20 @@ def decaying_steps(eta0, n_steps, tau=None):
     """Steps ``eta0 * min(1, tau / (t + 1))``, ``t = 0..T-1`` (``tau`` a quarter of the steps by default)."""
     tau = max(1.0, n_steps / 4.0) if tau is None else tau
     return [eta0 * min(1.0, tau / (t + 1)) for t in range(n_steps)]
+
+
+def tail_average_weights(n_steps):
+    """Averaging weights of the iterates ``w_0 .. w_T``: the plain average of the last half.
+
+    Weight 1 on ``w_{t+1}`` for ``t >= T // 2`` and 0 elsewhere (the window of
+    'clipped_gd'): early iterates carry the start's error, late ones average the
+    noise. For :func:`skdp.solvers.descent.noisy_clipped_descent` (``weights``).
+
+    Examples
+    --------
+    >>> from skdp.solvers.schedules import tail_average_weights
+    >>> tail_average_weights(5)
+    [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    """
+    T = int(n_steps)
+    return [0.0] * (T // 2 + 1) + [1.0] * (T - T // 2)

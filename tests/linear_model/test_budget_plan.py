@@ -9,6 +9,7 @@ import pytest
 from skdp import BudgetAccountant, DPHeavyTailRegressor, LowBudgetWarning
 from skdp.accounting import dp_to_zcdp
 from skdp.linear_model import PrivateStandardiser
+from skdp.linear_model._standardise import WHITENED_MODES
 from skdp.linear_model._budget import (
     MAX_SCALING_SHARE,
     MIN_QUANTILE_EPS_TIMES_N,
@@ -84,9 +85,12 @@ def test_explicit_modes_and_restrictions():
 
 # -- starved budgets degrade in public --------------------------------------------------------------
 def test_starved_budgets_release_fewer_quantiles_then_use_a_public_clip():
+    # Funded: the whitened modes (here with two statistics per column), whose quantiles get
+    # epsilon * n >= 100, and clipped_gd's configuration for whitened rows.
     funded = _plan(ClippedGD(), 3000, 0.5)
-    assert funded.standardiser.mode == "robust" and funded.solver == ClippedGD()
-    assert funded.budget.quantile_epsilon * 3000 == pytest.approx(80.0)
+    assert funded.standardiser.mode in WHITENED_MODES and funded.solver == ClippedGD().for_whitened_rows()
+    assert funded.budget.quantile_epsilon * 3000 >= 100.0
+    # The column-wise modes take over below that.
     # Fewer thresholds (one clip quantile instead of two) and a larger share for them.
     fewer = _plan(ClippedGD(), 3000, 0.2)
     assert fewer.standardiser.mode == "pooled"
@@ -162,7 +166,7 @@ def test_calibration_spends_exactly_the_target(solver, n, epsilon, delta):
 def test_infinite_epsilon_plans_no_noise():
     plan = _plan(ClippedGD(), 300, math.inf)
     assert plan.budget.mu == math.inf and plan.budget.quantile_epsilon == math.inf
-    assert plan.standardiser.mode == "robust"
+    assert plan.standardiser.mode == "columns" and plan.standardiser.bound_multiplier == math.inf
 
 
 @pytest.mark.filterwarnings("ignore::skdp.LowBudgetWarning")  # 15 scaling quantiles at n = 500

@@ -185,7 +185,7 @@ def test_constant_offset_and_binary_columns():
                          rng.normal(2000, 10, n), rng.normal(0, 1e-4, n)])
     y = 2 * X[:, 0] + 3 * X[:, 2] + 0.1 * (X[:, 4] - 2000) + 1e4 * X[:, 5] + rng.normal(size=n)
     model = DPHeavyTailRegressor(epsilon=2.0, random_state=0).fit(X, y)
-    assert model.scaling_["mode"] == "robust"
+    assert model.scaling_["mode"] == "columns"
     assert np.all(np.isfinite(model.coef_))
     np.testing.assert_allclose(model.coef_[[0, 2, 4, 5]], [2.0, 3.0, 0.1, 1e4], rtol=0.1)
     Xt = X[:2000]
@@ -242,3 +242,53 @@ def test_callable_loss_with_localized():
 ])
 def test_auto_routing_uses_public_inputs_only(params, n, d, expected):
     assert DPHeavyTailRegressor(**params)._choose_algorithm(n, d) == expected
+
+
+# -- public warnings of algorithms predicted to be poor (issue 12) -------------------------------
+@pytest.mark.parametrize("algorithm,epsilon,warns", [
+    ("known_lipschitz", 1.0, True),   # n mu ~ 480 < 35 p^1.5 ~ 3400
+    ("one_pass_glm", 0.5, True),      # n mu / p ~ 11 < 20
+    ("one_pass_glm", 2.0, False),     # ~ 42
+    ("accelerated", 0.5, True),
+    ("averaged_sgd", 2.0, False),
+    ("localized", 0.5, False),
+    ("clipped_gd", 0.5, False),
+])
+def test_poor_algorithms_warn_from_public_inputs_naming_the_better_one(algorithm, epsilon, warns):
+    import warnings
+
+    X, y, *_ = contaminated(2000, 0)
+    messages = []
+    for data in ((X, y), (np.zeros_like(X), np.zeros_like(y))):  # the data cannot matter
+        acc = BudgetAccountant()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = DPHeavyTailRegressor(epsilon=epsilon, algorithm=algorithm, accountant=acc, random_state=0)
+            model.fit(*data)
+        messages.append([str(w.message) for w in caught if issubclass(w.category, LowBudgetWarning)
+                         and "predicted to be poor" in str(w.message)])
+        if warns:
+            assert all(w.filename == __file__ for w in caught if "predicted to be poor" in str(w.message))
+        assert acc.spent.epsilon == pytest.approx(epsilon, rel=1e-6)  # a warning, never a refusal
+    assert messages[0] == messages[1]
+    assert bool(messages[0]) == warns
+    if warns:
+        assert len(messages[0]) == 1
+        assert f"algorithm={algorithm!r} is predicted to be poor" in messages[0][0]
+        assert "algorithm='auto' would run 'clipped_gd'" in messages[0][0]
+
+
+def test_no_poor_fit_warning_when_auto_would_run_the_same_algorithm():
+    import warnings
+
+    X, y, *_ = contaminated(2000, 1)
+    # At epsilon = 0.1, auto runs averaged_sgd (a starved smooth problem), which its own rule
+    # predicts to be poor: there is no better choice to name, so neither auto nor an
+    # explicit averaged_sgd warns about it.
+    assert DPHeavyTailRegressor(epsilon=0.1)._choose_algorithm(2000, 20) == "averaged_sgd"
+    for algorithm in ("auto", "averaged_sgd"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            DPHeavyTailRegressor(epsilon=0.1, algorithm=algorithm, accountant=BudgetAccountant(),
+                                 random_state=0).fit(X, y)
+        assert not [w for w in caught if "predicted to be poor" in str(w.message)]

@@ -91,8 +91,9 @@ def test_a_custom_solver_runs_through_the_pipeline_and_its_event_is_settled():
     assert model.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
     released_by_solver = model.privacy_event_.events[1]
     assert released_by_solver.event.sensitivity == pytest.approx(2.0 / len(y))
-    # Every Gaussian release of the fit is one of the solver's steps (the scales are quantiles).
-    assert len(log) == 20 and all(r.event == released_by_solver.event for r in log)
+    # The last 20 Gaussian releases are the solver's steps; before them come the standardiser's (its
+    # second-moment matrix and magnitude check; its other releases are quantiles).
+    assert len(log) > 20 and all(r.event == released_by_solver.event for r in log[-20:])
     # The model is useful: the noisy descent moves towards the least-squares fit.
     assert np.corrcoef(model.predict(X), y)[0, 1] > 0.8
 
@@ -162,7 +163,8 @@ def test_a_solver_that_draws_more_noise_than_planned_is_charged_what_it_drew():
     acc = BudgetAccountant()
     model = DPHeavyTailRegressor(epsilon=1.0, algorithm=NoisyGD(spend=2.0), accountant=acc,
                                  random_state=0).fit(X, y)
-    assert model.privacy_spent_.epsilon < 0.7
+    # Twice the noise on the solver's share (80% of mu^2, the rest is the standardiser's): well below 1.
+    assert model.privacy_spent_.epsilon < 0.75
     assert acc.events == (model.privacy_event_,)
 
 

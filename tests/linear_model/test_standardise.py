@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from skdp.accounting import ExponentialMechanismRelease
+from skdp.accounting import ExponentialMechanismRelease, Repeated, Sequential
 from skdp.linear_model import PrivateStandardiser, Scaling
 from skdp.linear_model import _standardise
 from skdp.mechanisms import robust_scaling_event
-from skdp.linear_model._standardise import COEF_RADIUS, MODES
+from skdp.linear_model._standardise import COEF_RADIUS, MODES, WHITENED_MODES
 from privacy_harness import assert_event_as_planned
 
 
@@ -25,18 +25,34 @@ def _data(n=3000, d=4, seed=0):
 @pytest.mark.parametrize("epsilon", [0.5, math.inf])
 def test_the_released_event_is_the_planned_one(mode, fit_intercept, epsilon):
     X, y = _data()
-    standardiser = PrivateStandardiser(mode, epsilon, fit_intercept)
+    whitened = mode in WHITENED_MODES
+    # The whitened modes also spend a share of the fit's Gaussian budget mu (their second moments).
+    mu = 1.0 if (whitened and math.isfinite(epsilon)) else math.inf
+    standardiser = PrivateStandardiser(mode, epsilon, fit_intercept, mu=mu, bound_multiplier=1.0,
+                                       magnitude_check=whitened)
     planned = standardiser.planned_event(X.shape[1])
     scaling, released = standardiser.fit(X, y, np.random.default_rng(1))
     assert_event_as_planned(released, planned, deltas=(0.0, 1e-6))
     # The planned count of quantiles is the public rule the budget plan sizes its epsilon with.
     count = PrivateStandardiser.n_quantiles(mode, X.shape[1], fit_intercept)
-    if math.isfinite(epsilon):
+    if whitened and math.isfinite(epsilon):
+        quantiles = [e for e in _flatten(planned) if isinstance(e, ExponentialMechanismRelease)]
+        assert len(quantiles) == count and all(e.epsilon0 == epsilon for e in quantiles)
+    elif math.isfinite(epsilon):
         assert planned.epsilon(0.0) == pytest.approx(count * epsilon)  # pure DP: epsilons add
     else:
         assert planned.epsilon(1e-6) == (math.inf if count else 0.0)
     assert scaling.mode == mode and scaling.fit_intercept == fit_intercept
     assert scaling.quantile_epsilon == epsilon
+
+
+def _flatten(event):
+    """The elementary releases of an event (Repeated counted once per repetition)."""
+    if isinstance(event, Sequential):
+        return [e for part in event.events for e in _flatten(part)]
+    if isinstance(event, Repeated):
+        return _flatten(event.event) * event.count
+    return [event]
 
 
 def test_what_each_mode_releases():

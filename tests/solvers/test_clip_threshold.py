@@ -73,3 +73,20 @@ def test_private_clip_stays_in_its_public_range():
         assert lower <= t <= upper
         t, _ = private_clip(problem, 0.9, 1.0, np.random.default_rng(seed), values=huge, upper=7.0)
         assert lower <= t <= 7.0
+
+
+def test_private_clip_of_a_block_reads_only_its_rows():
+    # A solver's disjoint blocks get quantiles of their own rows (parallel composition):
+    # changing rows outside the block changes nothing, with the same randomness.
+    problem = _problem(n=300)
+    rows = np.arange(100, 200)
+    w = np.array([0.3, 0.0, -0.2])
+    t1, _ = private_clip(problem, 0.5, 1.0, np.random.default_rng(3), w=w, rows=rows)
+    X, y = problem.X.copy(), problem.y.copy()
+    y[:100] *= 1e3
+    y[200:] = 0.0
+    other = GLMProblem(X, y, SquaredLoss(), np.zeros(3), 5.0, 4.0)
+    t2, _ = private_clip(other, 0.5, 1.0, np.random.default_rng(3), w=w, rows=rows)
+    assert t1 == t2
+    exact, _ = private_clip(problem, 0.5, math.inf, np.random.default_rng(0), w=w, rows=rows)
+    assert exact == pytest.approx(float(np.quantile(gradient_norms(problem, w)[rows], 0.5)), rel=1e-9)

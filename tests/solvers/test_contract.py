@@ -137,6 +137,7 @@ def test_the_base_class_plans_and_runs_nothing():
     assert solver.n_quantiles(_spec()) == 0 and not solver.needs_public_smoothness()
     assert solver.with_fewer_quantiles() is solver
     solver.check_budget(_spec(), SolverBudget(1.0))  # no condition by default
+    assert solver.poor_fit_reason(_spec(), SolverBudget(1e-6)) is None  # and no prediction
     with pytest.raises(NotImplementedError):
         solver.plan(_spec(), SolverBudget(1.0))
     with pytest.raises(NotImplementedError):
@@ -202,7 +203,8 @@ def test_from_options_maps_the_estimator_options():
                             second_moment_bound=1.5, huber_auto=True)
     moments = MomentBounds(6.0, 2.0, 1.5)
     assert ClippedGD.from_options(options) == ClippedGD(n_steps=7, huber_auto=True)
-    assert ClippedGD.from_options(SolverOptions()).n_steps == 100
+    assert ClippedGD.from_options(SolverOptions()).n_steps is None  # the schedule's default: 100 steps
+    assert ClippedGD.from_options(SolverOptions())._total_steps(21) == 100
     assert Localized.from_options(options) == Localized(schedule="theory", max_steps=7, moments=moments)
     assert KnownLipschitz.from_options(options) == KnownLipschitz(schedule="theory", max_steps=7,
                                                                   moments=moments)

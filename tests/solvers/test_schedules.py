@@ -8,10 +8,13 @@ import pytest
 from skdp.solvers.schedules import (
     clamp_steps,
     decaying_steps,
+    fractional_phase_sizes,
     halving_phase_sizes,
+    permuted_blocks,
     sgd_practical_steps,
     split_batches,
     stich_schedule,
+    tail_average_weights,
 )
 
 
@@ -78,3 +81,31 @@ def test_decaying_steps():
     assert decaying_steps(1.0, 8) == [1.0, 1.0, 2 / 3, 0.5, 0.4, 1 / 3, 2 / 7, 0.25]  # tau = 2
     assert decaying_steps(0.5, 3, tau=10) == [0.5, 0.5, 0.5]
     assert decaying_steps(1.0, 0) == []
+
+
+@pytest.mark.parametrize("n", [2, 3, 401, 1000, 100_001])
+def test_fractional_phase_sizes_use_every_row_once(n):
+    halves = fractional_phase_sizes(n, (0.5, 0.5))
+    assert sum(halves) == n and abs(halves[0] - halves[1]) <= 1
+    thirds = fractional_phase_sizes(n, (1, 1, 1))
+    assert sum(thirds) == n and max(thirds) - min(thirds) <= 1
+    assert fractional_phase_sizes(n, (0.2, 0.0, 0.8)) == [s for s in fractional_phase_sizes(n, (0.2, 0.8))]
+    with pytest.raises(ValueError):
+        fractional_phase_sizes(n, (0.0, 0.0))
+
+
+def test_permuted_blocks_are_disjoint_data_independent_blocks():
+    blocks = permuted_blocks(103, [40, 30, 20], np.random.default_rng(0))
+    assert [len(b) for b in blocks] == [40, 30, 20]
+    order = np.random.default_rng(0).permutation(103)  # the permutation is the generator's first draw
+    np.testing.assert_array_equal(np.concatenate(blocks), order[:90])
+    with pytest.raises(ValueError):
+        permuted_blocks(10, [6, 5], np.random.default_rng(0))
+
+
+def test_tail_average_weights_are_the_last_half_of_the_iterates():
+    assert tail_average_weights(4) == [0.0, 0.0, 0.0, 1.0, 1.0]  # w_3, w_4
+    assert tail_average_weights(1) == [0.0, 1.0]
+    for T in (2, 7, 100):
+        weights = tail_average_weights(T)
+        assert len(weights) == T + 1 and sum(weights) == T - T // 2 and weights[-1] == 1.0

@@ -45,7 +45,7 @@ import numpy as np
 
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
 from ...losses import HuberLoss
-from ...mechanisms import MAX_GRAM_SIZE, private_quantile, private_top_eigenvalue
+from ...mechanisms import MAX_GRAM_SIZE, clip_factors, private_quantile, private_top_eigenvalue
 from .._contract import Capabilities, Solver, SolverResult, register_solver
 from ..clip_threshold import private_clip, public_derivative_bound
 from ..descent import noisy_clipped_gradient
@@ -54,6 +54,12 @@ from ..schedules import decaying_steps
 __all__ = ["ClippedGD", "averaged_noise_sd"]
 
 _CURVATURE_SHARE = 0.02
+_WHITENED_CURVATURE_SHARE = 0.05
+# Steps: 100, or 200 above this many coefficients on whitened rows (their conditioning is worse
+# when only the diagonal is whitened, which is the case on wide tables).
+_WIDE = 64
+# clip_multiplier="auto": m_C = max(_CLIP_MIN, sqrt(nu / _CLIP_NU0)), nu = n mu_steps / p.
+_CLIP_MIN, _CLIP_NU0 = 0.6, 50.0
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
 _NOISE_FLOOR_Z = 3.0
 
@@ -114,9 +120,32 @@ class ClippedGD(Solver):
         Set the step from a private estimate of the curvature (else from the
         public bound ``2 p / row_bound^2``). Problems with more than
         :data:`skdp.mechanisms.MAX_GRAM_SIZE` coefficients always use the bound.
+    clip_multiplier : None, "auto" or float
+        None: the clip threshold is the ``clip_quantile`` of the gradient norms.
+        Otherwise it is this multiple of their private median; "auto" is
+        ``m_C = max(0.6, sqrt(nu / 50))`` with ``nu = n mu_steps / p`` the public
+        budget per coefficient (infinite, no clipping, without noise). The rule
+        of whitened rows (:meth:`for_whitened_rows`).
+    step_decay_fraction : float
+        ``tau`` of the step schedule as a fraction of the stage's steps (when
+        ``step_decay`` is None).
+    project : bool
+        Project the iterates onto the coefficient ball.
+    curvature_share : float
+        Share of the solver's ``mu^2`` spent on the curvature release.
+
+    Notes
+    -----
+    On whitened rows (:meth:`for_whitened_rows`, the default on real tables)
+    the rows are not clipped: a median-based clip that loosens as the budget
+    grows bounds every per-sample gradient, the curvature is released from the
+    rows clipped to the released row bound (only for that release), ridge
+    penalties (vectors or matrices) are applied by exact proximal steps, there is
+    no projection, ``n_steps`` defaults to 100 (200 above 64 coefficients) and
+    without noise the fit is exact least squares (or Huber regression).
     """
 
-    n_steps: int = 100
+    n_steps: int = None
     warm_fraction: float = 0.25
     clip: float = None
     clip_quantile: float = 0.3
@@ -127,14 +156,23 @@ class ClippedGD(Solver):
     adaptive_clip: bool = True
     shrinkage: bool = True
     curvature_release: bool = True
+    clip_multiplier: object = None
+    step_decay_fraction: float = 0.25
+    project: bool = True
+    curvature_share: float = _CURVATURE_SHARE
 
     name = "clipped_gd"
     family = "heavy_tail"
-    capabilities = Capabilities(l1=True, public_clip=True)
+    capabilities = Capabilities(l1=True, public_clip=True, unbounded_rows=True, matrix_penalty=True,
+                                implicit_design=True)
 
     @classmethod
     def from_options(cls, options):
-        return cls(n_steps=options.max_iter or 100, huber_auto=options.huber_auto)
+        return cls(n_steps=options.max_iter, huber_auto=options.huber_auto)
+
+    def for_whitened_rows(self):
+        return self.replace(clip_multiplier="auto" if self.clip_multiplier is None else self.clip_multiplier,
+                            step_decay_fraction=0.5, project=False, curvature_share=_WHITENED_CURVATURE_SHARE)
 
     def with_fewer_quantiles(self):
         # One clip threshold instead of two.
@@ -144,11 +182,17 @@ class ClippedGD(Solver):
         return self.replace(clip=float(clip), adaptive_clip=False)
 
     # -- planning (public) -----------------------------------------------------------
-    def _stages(self):
+    def _total_steps(self, n_coef=None):
+        if self.n_steps is not None:
+            return int(self.n_steps)
+        return 200 if (self.clip_multiplier is not None and n_coef is not None and n_coef > _WIDE) else 100
+
+    def _stages(self, n_coef=None):
+        T = self._total_steps(n_coef)
         if not self.adaptive_clip:
-            return [self.n_steps]
-        warm = max(1, int(round(self.n_steps * self.warm_fraction)))
-        return [warm, max(1, self.n_steps - warm)]
+            return [T]
+        warm = max(1, int(round(T * self.warm_fraction)))
+        return [warm, max(1, T - warm)]
 
     def _releases_curvature(self, n_coef):
         # The curvature release forms the p x p Gram matrix (a public rule on p).
@@ -158,7 +202,7 @@ class ClippedGD(Solver):
         return self.clip is None and public_derivative_bound(loss) is None
 
     def n_quantiles(self, spec):
-        clips = len(self._stages()) if self._quantile_clip(spec.loss) else 0
+        clips = len(self._stages(spec.n_coef)) if self._quantile_clip(spec.loss) else 0
         return clips + int(self._tunes_huber(spec.loss))
 
     def _tunes_huber(self, loss):
@@ -170,11 +214,11 @@ class ClippedGD(Solver):
         """(mu of the curvature release, mu of the gradient steps): squares add to mu^2."""
         if not self._releases_curvature(n_coef):
             return 0.0, mu
-        return math.sqrt(_CURVATURE_SHARE) * mu, math.sqrt(1.0 - _CURVATURE_SHARE) * mu
+        return math.sqrt(self.curvature_share) * mu, math.sqrt(1.0 - self.curvature_share) * mu
 
     def plan(self, spec, budget):
         """The event of a run with total Gaussian budget ``mu`` (exactly mu-GDP) and its quantiles."""
-        T = sum(self._stages())
+        T = sum(self._stages(spec.n_coef))
         mu_curv, mu_steps = self._mu_split(budget.mu, spec.n_coef)
         parts = [Repeated(GaussianRelease(1.0, math.sqrt(T) / mu_steps), T)]
         if self._releases_curvature(spec.n_coef):
@@ -185,10 +229,18 @@ class ClippedGD(Solver):
         return Sequential(parts)
 
     # -- solving ------------------------------------------------------------------------
+    def _clip_multiplier(self, n, p, mu):
+        if self.clip_multiplier != "auto":
+            return float(self.clip_multiplier)
+        if math.isinf(mu):
+            return math.inf
+        return max(_CLIP_MIN, math.sqrt(n * mu / p / _CLIP_NU0))
+
     def run(self, spec, problem, budget, rng):
         eps_q = budget.quantile_epsilon
         n, p = problem.X.shape
-        stages = self._stages()
+        median_rule = self.clip_multiplier is not None
+        stages = self._stages(p)
         T = sum(stages)
         loss = problem.loss
         releases = []
@@ -196,19 +248,31 @@ class ClippedGD(Solver):
         free = problem.free_coordinates()
         mu_curv, mu = self._mu_split(budget.mu, p)
         if self._releases_curvature(p):
-            sigma_curv = problem.row_bound**2 / n / mu_curv
-            lam, ev = private_top_eigenvalue(problem.X, problem.row_bound, sigma_curv, random_state=rng)
+            sigma_curv = problem.row_bound**2 / n / mu_curv if math.isfinite(mu_curv) else 0.0
+            # Rows not clipped by the pipeline are clipped for this release only (its
+            # sensitivity is row_bound^2 / n for rows of norm at most row_bound).
+            weights = None if problem.rows_clipped else clip_factors(problem.norms, problem.row_bound) ** 2
+            lam, ev = private_top_eigenvalue(problem.X, problem.row_bound, sigma_curv, random_state=rng,
+                                             weights=weights)
             releases.append(ev)
-            # The top eigenvalue of the mean of x x^T is at least about unit^2 for data
-            # whose coordinates have size unit; the floor keeps a noisy estimate from
-            # giving an absurd step.
-            curvature = max(lam + 2.0 * sigma_curv, 0.1 * problem.unit**2) * problem.loss_smoothness_or_one()
-            eta0 = self.step_size / (curvature + float(np.max(problem.penalty, initial=0.0)))
+            if median_rule:
+                # Whitened rows: the curvature is about 1 or more.
+                curvature = max(lam + sigma_curv, 1.0) * problem.loss_smoothness_or_one()
+                eta0 = self.step_size / curvature
+            else:
+                # The top eigenvalue of the mean of x x^T is at least about unit^2 for data
+                # whose coordinates have size unit; the floor keeps a noisy estimate from
+                # giving an absurd step.
+                curvature = (max(lam + 2.0 * sigma_curv, 0.1 * problem.unit**2)
+                             * problem.loss_smoothness_or_one())
+                eta0 = self.step_size / (curvature + float(np.max(problem.penalty, initial=0.0)))
         else:
             # The mean Hessian is at most the mean of x x^T, whose trace is at most
             # row_bound^2: for standardised rows (about sqrt(p) long) eta0 stays the
             # given step; for longer rows it shrinks.
             eta0 = min(self.step_size, 2.0 * p / problem.row_bound**2)
+        ridge_prox = _RidgeProx(problem) if median_rule else None
+        multiplier = self._clip_multiplier(n, p, mu) if median_rule else None
         shrinks = []
         w = np.zeros(p)
         avg = np.zeros(p)
@@ -232,21 +296,33 @@ class ClippedGD(Solver):
                 C = float(self.clip)
             elif public_bound is not None:
                 C = public_bound * problem.row_bound
+            elif median_rule and math.isinf(multiplier):
+                C = math.inf  # no noise: nothing is clipped, the fit is exact
+            elif median_rule:
+                median, ev = private_clip(problem, 0.5, eps_q, rng, w=w)
+                releases.append(ev)
+                C = multiplier * median
             else:
                 C, ev = private_clip(problem, self.clip_quantile, eps_q, rng, w=w)
                 releases.append(ev)
             clips.append(C)
-            shrink = 8.0 * p * (C / (n * mu)) ** 2 if self.shrinkage else 0.0
+            shrink = 8.0 * p * (C / (n * mu)) ** 2 if (self.shrinkage and math.isfinite(C)) else 0.0
             shrinks.append(shrink)
             # A clip at the q-quantile of the gradient norms leaves about a fraction q
             # of the rows unclipped near the solution, so the clipped mean gradient has
             # about q times the curvature of the loss: the penalties are scaled by q so
             # that their balance with the loss (hence the target, e.g. Lasso's) is kept.
-            pen_scale = self.clip_quantile if quantile_clip else 1.0
-            penalty = pen_scale * problem.penalty + shrink * free
-            sigma = math.sqrt(T) * (2.0 * C / n) / mu
-            releases.append(Repeated(GaussianRelease(2.0 * C / n, sigma), steps))
-            last_etas = decaying_steps(eta0, steps, self.step_decay)
+            # The median rule clips far less (and nothing without noise): no scaling.
+            pen_scale = self.clip_quantile if (quantile_clip and not median_rule) else 1.0
+            if median_rule:
+                penalty = shrink * free  # the user's ridge is applied by its proximal step
+            else:
+                penalty = pen_scale * problem.penalty + shrink * free
+            finite_C = C if math.isfinite(C) else 0.0
+            sigma = math.sqrt(T) * (2.0 * finite_C / n) / mu if math.isfinite(mu) else 0.0
+            releases.append(Repeated(GaussianRelease(2.0 * finite_C / n, sigma), steps))
+            tau = self.step_decay if self.step_decay is not None else max(1.0, steps * self.step_decay_fraction)
+            last_etas = decaying_steps(eta0, steps, tau)
             for t, eta in enumerate(last_etas):
                 grad, _ = noisy_clipped_gradient(problem, w, C, sigma, rng)
                 grad = grad + penalty * w
@@ -254,7 +330,9 @@ class ClippedGD(Solver):
                 if in_window and l1:
                     point_sum += w
                     grad_sum += grad
-                w = problem.prox(w - eta * grad, eta * pen_scale)
+                w = problem.prox(w - eta * grad, eta * pen_scale, project=self.project)
+                if ridge_prox is not None:
+                    w = ridge_prox(w, eta)
                 if in_window:
                     avg += w
                     count += 1
@@ -265,7 +343,10 @@ class ClippedGD(Solver):
             # the averaged evaluation point with the averaged noisy gradient (both
             # post-processing of released values) restores the zeros of coordinates
             # whose averaged gradient is below their L1 weight.
-            coef = problem.prox(point_sum / count - eta0 * grad_sum / count, eta0 * pen_scale)
+            coef = problem.prox(point_sum / count - eta0 * grad_sum / count, eta0 * pen_scale,
+                                project=self.project)
+            if ridge_prox is not None:
+                coef = ridge_prox(coef, eta0)
             # Coordinates within a few noise standard deviations of zero are zeroed:
             # there the privacy noise alone would make a zero coefficient nonzero.
             noise_sd = averaged_noise_sd(last_etas, sigma, pen_scale * problem.unit**2, stages[-1] // 2)
@@ -273,8 +354,28 @@ class ClippedGD(Solver):
             noise_floor = _NOISE_FLOOR_Z * noise_sd
         schedule = {"algorithm": self.name, "n_steps": T, "stages": stages, "clip_thresholds": clips,
                     "step_size": eta0, "grad_evals": T * n, "privacy_ridge": shrinks}
+        if median_rule:
+            schedule["clip_multiplier"] = multiplier
         if l1:
             schedule["noise_floor"] = noise_floor
         if isinstance(loss, HuberLoss):
             schedule["huber_delta"] = loss.delta
         return SolverResult(coef, Sequential(releases), schedule)
+
+
+class _RidgeProx:
+    """The exact proximal step of the problem's ridge, ``v -> (I + eta A)^{-1} v`` (vector or matrix ``A``)."""
+
+    def __init__(self, problem):
+        self.matrix = problem.penalty_matrix
+        self.vector = problem.penalty
+        if self.matrix is not None:
+            lam, self.vectors = np.linalg.eigh(0.5 * (self.matrix + self.matrix.T))
+            self.values = np.maximum(lam, 0.0)
+
+    def __call__(self, v, eta):
+        if self.matrix is not None:
+            return self.vectors @ ((self.vectors.T @ v) / (1.0 + eta * self.values))
+        if not np.any(self.vector):
+            return v
+        return v / (1.0 + eta * self.vector)

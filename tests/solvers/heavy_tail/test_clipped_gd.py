@@ -76,3 +76,54 @@ def test_without_the_curvature_release_every_release_is_a_gradient_step():
     assert result.schedule["clip_thresholds"] == [row_bound, row_bound]
     assert all(r.sensitivity == pytest.approx(2.0 * row_bound / len(y)) for r in log)
     assert_event_as_planned(result.event, planned)
+
+
+# -- whitened rows: nothing clipped but the per-sample gradients ----------------------------------------
+def _unbounded_neighbours(seed):
+    """Rows NOT clipped: the neighbour's changed row is 1e6 long (a leverage outlier kept whole)."""
+    rng = np.random.default_rng(seed)
+    n, d = 400, 4
+    X = np.hstack([rng.standard_t(3, size=(n, d)), np.ones((n, 1))])
+    y = X[:, :d] @ rng.normal(size=d) + rng.standard_t(2.5, size=n)
+    X2, y2 = X.copy(), y.copy()
+    i = int(rng.integers(n))
+    X2[i, :d] = 1e6 * (-1) ** seed
+    y2[i] = -1e6 * (-1) ** seed
+    return X, y, X2, y2, i
+
+
+@pytest.mark.parametrize("loss", [SquaredLoss(), HuberLoss(1.0)], ids=repr)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_on_unclipped_rows_every_release_respects_its_sensitivity(loss, seed):
+    """for_whitened_rows(): rows are kept whole; the curvature release clips them to the released row
+    bound for itself only, and every gradient release clips per-sample gradients."""
+    X, y, X2, y2, i = _unbounded_neighbours(seed)
+    n, p = X.shape
+    row_bound = 4.0  # a released typical scale of the rows (not a bound on them)
+    problem = CoupledProblem(X, y, X2, y2, loss, np.zeros(p), 5.0, row_bound, rows_clipped=False)
+    solver = ClippedGD(n_steps=40).for_whitened_rows()
+    with record_releases() as log:
+        result, planned = run_as_planned(solver, problem, 0.2, 0.2, seed)
+    assert max(problem.checks) <= 1.0 + 1e-9 and max(problem.checks) > 1e-4
+    assert_event_as_planned(result.event, planned)
+    curvature = log[0]
+    assert curvature.sensitivity == pytest.approx(row_bound**2 / n, rel=1e-12)
+    # The released value on the neighbour (rows clipped to the bound for this release) moves by at most
+    # its sensitivity although the changed row is 1e6 long.
+    clipped = [X * np.minimum(1.0, row_bound / np.linalg.norm(X, axis=1))[:, None] for X in (X, X2)]
+    gap = abs(top_eigenvalue(clipped[0]) - top_eigenvalue(clipped[1]))
+    assert gap <= curvature.sensitivity * (1 + 1e-9)
+    assert result.schedule["clip_multiplier"] == pytest.approx(0.6)  # sqrt(n mu_steps / p / 50) < 0.6 here: the floor
+    assert np.all(np.isfinite(result.coef))
+
+
+def test_on_unclipped_rows_without_noise_the_fit_is_exact_least_squares():
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = np.hstack([rng.lognormal(0.0, 1.5, size=(n, 3)), np.ones((n, 1))])  # informative heavy tails
+    y = X @ [1.0, -2.0, 0.5, 3.0] + rng.normal(size=n)
+    X = (X - np.r_[X[:, :3].mean(axis=0), 0.0]) / np.r_[X[:, :3].std(axis=0), 1.0]  # a whitened-like scale
+    problem = CoupledProblem(X, y, X, y, SquaredLoss(), np.zeros(4), 1e6, 1.0, rows_clipped=False)
+    result, _ = run_as_planned(ClippedGD().for_whitened_rows(), problem, math.inf, math.inf, 0)
+    exact = np.linalg.lstsq(X, y, rcond=None)[0]
+    np.testing.assert_allclose(result.coef, exact, rtol=1e-3, atol=1e-3)

@@ -249,6 +249,17 @@ def test_refusals(cls):
         assert log == []
 
 
+@pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.name)
+def test_poor_fit_rule_is_public_arithmetic(cls):
+    # The rule shared with 'one_pass_glm': poor below n mu / p = 20; theory schedules never warn.
+    spec = ProblemSpec(n_samples=2000, n_coef=21, loss=SquaredLoss())
+    assert cls().poor_fit_reason(spec, SolverBudget(0.22)) is None
+    reason = cls().poor_fit_reason(spec, SolverBudget(0.2))
+    assert reason is not None and "n * mu / p = 19.0" in reason and cls.name in reason
+    assert cls().poor_fit_reason(spec, SolverBudget(math.inf)) is None
+    assert cls(schedule="theory").poor_fit_reason(spec, SolverBudget(0.01)) is None
+
+
 # --------------------------------------------------------------------------------------
 # 5. explicitly constanted results on a known quadratic
 # --------------------------------------------------------------------------------------

@@ -1,0 +1,72 @@
+"""A private second-moment (Gram) matrix of rows clipped to a bound."""
+
+import math
+
+import numpy as np
+
+from ..accounting import GaussianRelease
+from ._audit import notify
+from ._random import check_generator
+from .clipping import clip_factors, row_norms
+
+__all__ = ["private_second_moment", "second_moment_sensitivity"]
+
+
+def second_moment_sensitivity(bound, n_samples):
+    """Replace-one Frobenius sensitivity ``sqrt(2) bound^2 / n`` of the mean of ``a a^T``, ``||a|| <= bound``.
+
+    ``||u u^T - v v^T||_F^2 = ||u||^4 + ||v||^4 - 2 (u . v)^2 <= 2 bound^4``.
+    """
+    return math.sqrt(2.0) * float(bound) ** 2 / n_samples
+
+
+def private_second_moment(rows, bound, noise_std, *, random_state=None):
+    """Release ``(1/n) sum_i a_i a_i^T`` of rows clipped to norm ``bound``, with Gaussian noise.
+
+    The released vector is ``(G_ii, sqrt(2) G_ij for i < j)``, whose L2 norm is
+    ``||G||_F``, so :func:`second_moment_sensitivity` applies; its noise makes
+    the symmetric matrix noise of standard deviation ``noise_std`` on the
+    diagonal and ``noise_std / sqrt(2)`` off it.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_samples, p), or an iterable of such blocks
+        The rows (any finite values; each is clipped to ``bound``).
+    bound : float > 0 (``inf``: no clipping, and then ``noise_std`` must be 0)
+    noise_std : float >= 0
+    random_state : None, int or Generator
+
+    Returns
+    -------
+    gram : ndarray of shape (p, p), symmetric
+    event : GaussianRelease
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.mechanisms import private_second_moment
+    >>> A = np.random.default_rng(0).normal(size=(10_000, 3))
+    >>> G, event = private_second_moment(A, bound=5.0, noise_std=1e-3, random_state=0)
+    >>> np.allclose(G, np.eye(3), atol=0.05)
+    True
+    """
+    blocks = [rows] if isinstance(rows, np.ndarray) else rows
+    gram, n = None, 0
+    for block in blocks:
+        block = np.asarray(block, dtype=float)
+        block = block * clip_factors(row_norms(block), bound)[:, None] if math.isfinite(bound) else block
+        gram = block.T @ block if gram is None else gram + block.T @ block
+        n += block.shape[0]
+    gram = gram / n
+    sensitivity = second_moment_sensitivity(bound, n) if math.isfinite(bound) else 0.0
+    event = GaussianRelease(sensitivity, noise_std)
+    p = gram.shape[0]
+    upper = np.triu_indices(p)
+    released = gram[upper] * np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))
+    notify("gaussian", released, event)
+    if noise_std > 0:
+        rng = check_generator(random_state)
+        released = released + noise_std * rng.standard_normal(released.shape)
+    out = np.zeros((p, p))
+    out[upper] = released * np.where(upper[0] == upper[1], 1.0, 1.0 / math.sqrt(2.0))
+    return out + np.triu(out, 1).T, event
