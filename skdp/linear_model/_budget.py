@@ -8,7 +8,9 @@ A fit's budget ``(epsilon, delta)`` is converted once to zero-concentrated DP
   ``quantile_epsilon``, which costs ``quantile_epsilon^2 / 8`` in zCDP; and
 * the solver's Gaussian releases, whose Gaussian-DP parameter ``mu`` is then
   calibrated so that the whole planned event spends exactly ``epsilon`` at
-  ``delta`` (:func:`skdp.accounting.calibrate_scale`).
+  ``delta`` (:func:`skdp.accounting.calibrate_scale`); and
+* the fit check (:mod:`~skdp.linear_model._fit_check`), one Gaussian release
+  with :data:`~skdp.linear_model._fit_check.CHECK_SHARE` of the Gaussian budget.
 
 The quantile share follows a public rule: each quantile should get
 ``epsilon * n >= 80`` (its failure probability is about ``exp(-epsilon n / 4)``
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 from ..accounting import LowBudgetWarning, Sequential, calibrate_scale, dp_to_gdp, dp_to_zcdp
 from ..solvers import SolverBudget
+from ._fit_check import CHECK_SHARE, fit_check_event
 from ._standardise import WHITENED_MODES, PrivateStandardiser
 
 __all__ = ["BudgetPlan", "plan_budget"]
@@ -37,7 +40,7 @@ MAX_SCALING_SHARE = 0.25
 STARVED_SCALING_SHARE = 0.4
 STARVED_EPS_TIMES_N = 40.0
 # When even that leaves the quantiles short of epsilon * n = 80, the "minimal"
-# scaling releases only two quantiles and the solver's clip threshold is public.
+# scaling releases only three quantiles and the solver's clip threshold is public.
 MINIMAL_SCALING_SHARE = 0.5
 # Public clip in standardised units: rows have norm about sqrt(d) and labels a
 # magnitude of about 1, so initial gradient norms are about sqrt(d).
@@ -49,6 +52,9 @@ _AUTO_TIERS = ("robust", "pooled")
 WHITENED_EPS_TIMES_N_TARGET = 120.0
 WHITENED_MIN_EPS_TIMES_N = 100.0
 WHITENED_SHARE_CAP = 0.4
+# The fit check gets CHECK_SHARE of the Gaussian budget (in the column-wise modes, that
+# share relative to the solver's).
+_CHECK_RATIO = math.sqrt(CHECK_SHARE / (1.0 - CHECK_SHARE))
 # m_B = max(1, (nu / 50)^(1/4)) of the row bounds, nu = n mu / p the budget per coefficient.
 ROW_BOUND_NU0 = 50.0
 
@@ -66,7 +72,10 @@ class BudgetPlan:
     spec : ProblemSpec
     budget : SolverBudget
     event : PrivacyEvent
-        The planned event of the whole fit (standardisation and solver).
+        The planned event of the whole fit (standardisation, solver and the
+        fit check).
+    check_mu : float
+        Gaussian-DP budget of the fit check (:mod:`~skdp.linear_model._fit_check`).
     """
 
     standardiser: PrivateStandardiser
@@ -74,6 +83,7 @@ class BudgetPlan:
     spec: object
     budget: SolverBudget
     event: object
+    check_mu: float
 
 
 def quantile_epsilon(n_samples, n_quantiles, rho_total, scaling_share="auto",
@@ -141,7 +151,7 @@ def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quanti
 
 
 def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
-                scaling_share="auto", schedule="practical", stacklevel=3):
+                scaling_share="auto", schedule="practical", adapt_solver=True, stacklevel=3):
     """The :class:`BudgetPlan` of a fit, from public inputs only.
 
     The whitened modes (:mod:`~skdp.linear_model._standardise`) are used when
@@ -162,6 +172,10 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         mode (the mode decides whether a smoothness bound is public).
     scaling, scaling_share : see the estimators
     schedule : {"practical", "theory"}
+    adapt_solver : bool, default=True
+        Whether a whitened mode may run the solver's variant for whitened rows
+        (:meth:`~skdp.solvers.Solver.for_whitened_rows`); False for a solver
+        instance the user passed, which is run as given.
 
     Warns
     -----
@@ -174,7 +188,7 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     modes = ("robust", "none") if solver.needs_public_smoothness() else None
     spec = make_spec("robust" if modes else "none")
     if modes is None and scaling_share == "auto" and (scaling == "auto" or scaling in WHITENED_MODES):
-        whitened_solver = solver.for_whitened_rows()
+        whitened_solver = solver.for_whitened_rows() if adapt_solver else solver
         chosen = choose_whitened(scaling, n, d, fit_intercept, whitened_solver.n_quantiles(spec), rho_total)
         if chosen is not None:
             return _plan_whitened(epsilon, delta, n, d, fit_intercept, whitened_solver, make_spec, *chosen)
@@ -204,10 +218,11 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         mode, eps_q = tier(solver, MINIMAL_SCALING_SHARE, ("minimal",))
     if mode != "none" and eps_q * n < STARVED_EPS_TIMES_N:
         warnings.warn(
-            f"With epsilon={epsilon:g} and {n} rows the private quantiles that locate and scale the "
-            f"data get epsilon * n = {eps_q * n:.0f}; below about {STARVED_EPS_TIMES_N:.0f} they are "
-            "unreliable and the fit can be far off. Standardise X and y with public knowledge and use "
-            "scaling='none', or use a larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
+            f"With epsilon={epsilon:g} and {n} rows (epsilon * n_samples = {epsilon * n:.0f}) the private "
+            f"quantiles that locate and scale the data get epsilon * n = {eps_q * n:.0f} each; below about "
+            f"{STARVED_EPS_TIMES_N:.0f} they are unreliable and the fit is likely worse than predicting the "
+            "mean, possibly far worse. Standardise X and y with public knowledge and use scaling='none', or "
+            "use a larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
     spec = make_spec(mode)
     standardiser = PrivateStandardiser(mode, eps_q, fit_intercept)
     pre_event = standardiser.planned_event(d)
@@ -219,14 +234,16 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         guess = 1.0 / max(dp_to_gdp(epsilon, delta), 1e-12)
 
         def planned(s):
-            return Sequential([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q))])
+            return Sequential([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q)),
+                               fit_check_event(_CHECK_RATIO / s)])
 
         scale = calibrate_scale(planned, epsilon * (1.0 - 1e-10), delta, initial=guess, rtol=1e-7)
         mu = 1.0 / scale
     budget = SolverBudget(mu, eps_q)
     solver.check_budget(spec, budget)
-    event = Sequential([pre_event, solver.plan(spec, budget)])
-    return BudgetPlan(standardiser, solver, spec, budget, event)
+    check_mu = _CHECK_RATIO * mu
+    event = Sequential([pre_event, solver.plan(spec, budget), fit_check_event(check_mu)])
+    return BudgetPlan(standardiser, solver, spec, budget, event, check_mu)
 
 
 def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode, eps_q):
@@ -242,9 +259,13 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
 
     share = standardiser(1.0).gaussian_share()
 
+    solver_fraction = math.sqrt(1.0 - share - CHECK_SHARE)
+    check_fraction = math.sqrt(CHECK_SHARE)
+
     def planned(mu):
         return Sequential([standardiser(mu).planned_event(d),
-                           solver.plan(spec, SolverBudget(math.sqrt(1.0 - share) * mu, eps_q))])
+                           solver.plan(spec, SolverBudget(solver_fraction * mu, eps_q)),
+                           fit_check_event(check_fraction * mu)])
 
     if math.isinf(epsilon):
         mu = math.inf
@@ -252,11 +273,12 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
         guess = 1.0 / max(over, 1e-12)
         mu = 1.0 / calibrate_scale(lambda s: planned(1.0 / s), epsilon * (1.0 - 1e-10), delta, initial=guess,
                                    rtol=1e-7)
-    budget = SolverBudget(math.sqrt(1.0 - share) * mu, eps_q)
+    budget = SolverBudget(solver_fraction * mu, eps_q)
     solver.check_budget(spec, budget)
     # Row bounds grow with the public budget per coefficient (infinite without noise).
     nu = n * budget.mu / spec.n_coef
     bound_multiplier = max(1.0, (nu / ROW_BOUND_NU0) ** 0.25) if math.isfinite(nu) else math.inf
     final = standardiser(mu, bound_multiplier)
-    event = Sequential([final.planned_event(d), solver.plan(spec, budget)])
-    return BudgetPlan(final, solver, spec, budget, event)
+    check_mu = check_fraction * mu
+    event = Sequential([final.planned_event(d), solver.plan(spec, budget), fit_check_event(check_mu)])
+    return BudgetPlan(final, solver, spec, budget, event, check_mu)

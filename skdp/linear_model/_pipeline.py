@@ -14,7 +14,11 @@ inputs only, or validates the data without using their values):
    release the scales (:class:`~skdp.linear_model._standardise.PrivateStandardiser`),
    build the solver's problem, run the solver, and settle the ledger with the
    event of what was drawn;
-6. map the coefficients back to the original units (post-processing).
+   map the coefficients back to the original units, and release the fit check
+   (:mod:`~skdp.linear_model._fit_check`: is the model better than a constant
+   on the training rows?);
+6. warn, and fall back to the constant, when the check says so
+   (post-processing).
 
 An estimator is a subclass that declares its parameters, its docstring with
 the exact objective, and the hooks below: its routing table
@@ -32,6 +36,7 @@ from .._base import DPEstimatorMixin
 from ..accounting import LowBudgetWarning, PrivacyLeakWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver
 from ._budget import plan_budget
+from ._fit_check import private_fit_check
 from ._standardise import COEF_RADIUS, WHITENED_MODES
 
 __all__ = ["PrivateLinearModel"]
@@ -148,17 +153,23 @@ class PrivateLinearModel(DPEstimatorMixin):
                            make_spec=lambda mode: self._problem_spec(solver, n, d, mode),
                            scaling=getattr(self, "scaling", "auto"),
                            scaling_share=getattr(self, "scaling_share", "auto"),
-                           schedule=getattr(self, "schedule", "practical"), stacklevel=4)
+                           schedule=getattr(self, "schedule", "practical"),
+                           adapt_solver=not isinstance(self.algorithm, Solver), stacklevel=4)
         self._warn_if_predicted_poor(plan, n, d)
 
         def private_fit(rng):
             scaling, scaling_event = plan.standardiser.fit(X, y, rng)
             problem = self._build_problem(scaling, X, y, plan.solver)
             result = plan.solver.run(plan.spec, problem, plan.budget, rng)
-            return Sequential([scaling_event, result.event]), (result, scaling)
+            coef, intercept = scaling.unscale(result.coef)
+            check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling),
+                                      scaling.target_scale, plan.check_mu, rng)
+            event = Sequential([scaling_event, result.event, check.event])
+            return event, (result, scaling, coef, intercept, check)
 
-        result, scaling = self._run_private(plan.event, private_fit)
-        coef, intercept = scaling.unscale(result.coef)
+        result, scaling, coef, intercept, check = self._run_private(plan.event, private_fit)
+        if check.doubtful:
+            coef, intercept = self._after_failed_check(check, scaling, coef, intercept, n, d)
         # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
         self.coef_ = coef.astype(X.dtype, copy=False)
         self.intercept_ = X.dtype.type(intercept) if X.dtype == np.float32 else float(intercept)
@@ -166,7 +177,31 @@ class PrivateLinearModel(DPEstimatorMixin):
         self.schedule_ = result.schedule
         self.n_iter_ = int(result.schedule.get("n_steps", 0))
         self.scaling_ = scaling.as_dict()
+        self.fit_check_ = check.as_dict()
         return self
+
+    def _constant_prediction(self, scaling):
+        """The constant the fit check compares against: the released target centre (0 without intercept)."""
+        return float(scaling.target_center) if self.fit_intercept else 0.0
+
+    def _after_failed_check(self, check, scaling, coef, intercept, n, d):
+        """Warn after a doubtful fit check; fall back to the constant when it is confident (post-processing)."""
+        eps_n = float(self.epsilon) * n
+        p = d + int(self.fit_intercept)
+        constant = self._constant_prediction(scaling)
+        found = (f"A private check on the training rows found the fitted model worse than predicting the "
+                 f"constant {constant:.4g} (released improvement {check.improvement:+.3g} target variances, "
+                 f"noise standard deviation {check.noise_std:.2g})")
+        advice = (f"epsilon * n_samples = {eps_n:.0f} ({eps_n / p:.1f} per coefficient) is likely too small for "
+                  "this table: use a larger epsilon, more rows or fewer features (for example fewer one-hot "
+                  "levels).")
+        if check.fallback:
+            warnings.warn(f"{found}, so the constant is returned (coef_ = 0). {advice}", LowBudgetWarning,
+                          stacklevel=4)
+            return np.zeros(d), constant
+        warnings.warn(f"{found}; within its noise, so the model is kept, but it is likely no better than the "
+                      f"constant. {advice}", LowBudgetWarning, stacklevel=4)
+        return coef, intercept
 
     def _warn_if_predicted_poor(self, plan, n, d):
         """Warn when the planned solver predicts a poor fit here, naming what ``algorithm="auto"`` would run.

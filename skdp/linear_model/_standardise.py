@@ -42,7 +42,8 @@ The earlier modes stay available, and serve budgets too small for the above:
 * ``"pooled"`` — one scale shared by all features, a robust target, and rows
   clipped to twice a private median row norm;
 * ``"target"`` — only the target and the row-norm median;
-* ``"minimal"`` — one pooled feature scale and an uncentred label scale;
+* ``"minimal"`` — one pooled feature scale and a coarse centre and scale of
+  the target (two quantiles);
 * ``"none"`` — the data as they are; rows clipped to ``sqrt(d) + 3``.
 """
 
@@ -318,7 +319,7 @@ class PrivateStandardiser:
             return stages * n_features + (4 if fit_intercept else 1) + 2
         per_col = 3 if fit_intercept else 1
         return {"robust": per_col * (n_features + 1), "pooled": 2 + per_col, "target": 1 + per_col,
-                "minimal": 2, "none": 0}[mode]
+                "minimal": 1 + (2 if fit_intercept else 1), "none": 0}[mode]
 
     @staticmethod
     def magnitude_check_useful(n_samples, n_features, mu_over_estimate):
@@ -350,9 +351,13 @@ class PrivateStandardiser:
             steps.append(("features", robust_scaling_event(n_features, eps, center)))
         elif mode in ("pooled", "minimal"):
             steps.append(("features", pooled_scaling_event(eps)))
-        if mode != "none":
-            # "minimal" does not centre y: the intercept column absorbs the offset.
-            steps.append(("target", robust_scaling_event(1, eps, center and mode != "minimal")))
+        if mode == "minimal":
+            # Two quantiles for y (a signed-log centre, then a scale): any offset is found
+            # to about 1e-3 of itself, so that a fit that falls back to the constant
+            # (the fit check) predicts the centre of y, not 0.
+            steps.append(("target", column_statistics_event(1, eps, 2 if center else 1)))
+        elif mode != "none":
+            steps.append(("target", robust_scaling_event(1, eps, center)))
         if mode in ("pooled", "target"):
             steps.append(("row_bound", ExponentialMechanismRelease(eps)))
         return steps
@@ -394,9 +399,12 @@ class PrivateStandardiser:
             elif name == "features":
                 s_pool, event = private_pooled_scale(X, eps, jitter=jitter, random_state=rng)
                 sx = np.full(d, s_pool)
+            elif name == "target" and self.mode == "minimal":
+                c, s, event = private_column_statistics(np.asarray(y, dtype=float).reshape(-1, 1), eps,
+                                                        stages=2 if self.fit_intercept else 1, random_state=rng)
+                cy, sy = float(c[0]), float(s[0])
             elif name == "target":
-                center_y = self.fit_intercept and self.mode != "minimal"
-                cy, sy, event = private_robust_scaling(y, eps, center=center_y, jitter=jitter,
+                cy, sy, event = private_robust_scaling(y, eps, center=self.fit_intercept, jitter=jitter,
                                                        random_state=rng)
             else:  # "row_bound"
                 # Features are not standardised column by column: bound rows by twice a
@@ -405,7 +413,7 @@ class PrivateStandardiser:
                 # lose weight. (A higher quantile would fail upwards at these budgets and
                 # leave leverage outliers unclipped.)
                 median_norm, event = private_quantile(row_norms((X - cx) / sx), 0.5, eps, _ROW_NORM_RANGE,
-                                                      scale="log", random_state=rng)
+                                                      scale="log", jitter=jitter, random_state=rng)
                 row_bound, typical_norm = 2.0 * median_norm, median_norm
             _check_within_plan(name, event, planned)
             released.append(event)
@@ -439,7 +447,8 @@ class PrivateStandardiser:
                 sx = sx * 10.0 ** off
             elif name == "second_moment_bound":
                 norms = self._standardised(X, cx, sx).row_norms()
-                median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log", random_state=rng)
+                median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log",
+                                                 jitter=_JITTER, random_state=rng)
                 gram_bound = bound_multiple * median
             elif name == "second_moment":
                 rows = self._standardised(X, cx, sx).blocks()
@@ -452,9 +461,14 @@ class PrivateStandardiser:
                 whitening = whitening_from_second_moment(gram, std, d, full_allowed=self.full_whitening)
             else:  # "row_bound": median of the norms of the whitened feature rows
                 scaling = self._scaling(cx, sx, cy, sy, math.inf, whitening)
-                median, event = private_quantile(scaling.feature_norms(X), 0.5, eps, (1e-6, 1e12),
-                                                 scale="log", random_state=rng)
+                norms = scaling.feature_norms(X)
+                median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log", jitter=_JITTER,
+                                                 random_state=rng)
                 row_bound = bound_multiple * median
+                if exact:
+                    # Without noise nothing is clipped, but solvers that read the bound (step
+                    # sizes, clip ranges) get the largest row norm, a finite number.
+                    row_bound = max(float(norms.max(initial=0.0)), 1e-12)
             _check_within_plan(name, event, planned)
             released.append(event)
         return self._scaling(cx, sx, cy, sy, row_bound, whitening), Sequential(released)

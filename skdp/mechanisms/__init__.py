@@ -9,6 +9,7 @@ from ._random import check_generator
 from .clipping import clip_factors, clip_rows, clipped_linear_gradient_sum, clipped_sum, row_norms
 from .erm import CertifiedSolution, certified_minimize, erm_sensitivity, output_perturbation
 from .noise import (
+    NON_PRIVATE_RELEASE,
     bounded_laplace_event,
     bounded_laplace_mechanism,
     bounded_laplace_noise,
@@ -35,6 +36,7 @@ from .tree import TreeAggregator, tree_depth, tree_nodes
 __all__ = [
     "check_generator",
     "gaussian_mechanism",
+    "NON_PRIVATE_RELEASE",
     "laplace_mechanism",
     "bounded_laplace_noise",
     "bounded_laplace_mechanism",

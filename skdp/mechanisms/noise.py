@@ -13,12 +13,19 @@ from ._audit import notify
 from ._random import check_generator
 
 __all__ = [
+    "NON_PRIVATE_RELEASE",
     "gaussian_mechanism",
     "laplace_mechanism",
     "bounded_laplace_noise",
     "bounded_laplace_mechanism",
     "bounded_laplace_event",
 ]
+
+
+# The event of a value released exactly with no bound on its sensitivity (only ever at
+# epsilon = inf): mu = inf, so any composition with it is not private. (A Gaussian release
+# with sensitivity 0 would count as free instead.)
+NON_PRIVATE_RELEASE = GaussianRelease(1.0, 0.0)
 
 
 def _as_float_array(value):

@@ -32,7 +32,7 @@ def _check_bounds(bounds, scale):
 
 
 def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonzero=False, prior=None,
-                     random_state=None):
+                     jitter=0.0, random_state=None):
     """Epsilon-DP estimate of a quantile of every column of ``values``.
 
     Parameters
@@ -63,6 +63,15 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
         decides where the estimate falls when the data cannot move it (a column
         with few values at this epsilon). A column with no value at all returns
         the geometric centre of the heaviest piece.
+    jitter : float, default=0.0
+        Half-width of a public random perturbation of every value before the
+        release: a factor ``exp(U(-jitter, jitter))`` on the log scale, an
+        added ``U(-jitter, jitter)`` on the linear one. Tied values leave only
+        zero-length intervals between them, so a column whose values are all
+        equal (the row norms of a one-hot table) would get an estimate drawn
+        from the whole range; jitter spreads the ties over an interval of that
+        width. A per-record map with public randomness: privacy is unchanged.
+        Ignored at ``epsilon = inf``.
     random_state : None, int or Generator
 
     Returns
@@ -115,6 +124,9 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     # Non-finite values get a fixed place (a per-record rule): NaN and -inf at the
     # lower bound, +inf at the upper. Raising instead would reveal the record.
     x = np.nan_to_num(x, nan=lower, posinf=upper, neginf=lower)
+    if jitter > 0:
+        noise = rng.uniform(-jitter, jitter, size=x.shape)
+        x = x * np.exp(noise) if log_scale else x + noise
     # Work on columns as contiguous rows: sorting along the last axis is fast.
     x = np.ascontiguousarray(x.T)
     if nonzero:

@@ -48,6 +48,7 @@ jitter of every unchanged record).
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..accounting import ExponentialMechanismRelease, Repeated
 from ._random import check_generator
@@ -165,14 +166,16 @@ def pooled_scaling_event(epsilon):
 
 
 def private_pooled_scale(X, epsilon, *, bounds=(1e-12, 1e12), jitter=0.05, random_state=None):
-    """One epsilon-DP scale shared by all columns: 1.4826 times the pooled median nonzero ``|x_ij|``.
+    """One epsilon-DP scale shared by all columns: the median over rows of their nonzero RMS.
 
-    Replacing a row changes ``n_columns`` of the pooled values, so the quantile
-    is run at ``epsilon / n_columns`` per value and is epsilon-DP per row (group
-    privacy of the exponential mechanism). All columns share one ranking, so the
-    utility range is that of a single column: one release instead of one to
-    three per column, for features that share a scale (already standardised,
-    or measured in one unit).
+    Each row contributes one value, the root mean square of its nonzero
+    entries (all-zero rows contribute nothing), so replacing a row changes one
+    value and the log-scale median is epsilon-DP at the full epsilon. For
+    Gaussian columns it is about their standard deviation; for one-hot blocks
+    and 0/1 columns next to standardised numerics it is about 1 (a pooled
+    median over entries would be 0 on a mostly-zero matrix, and a median per
+    entry at ``epsilon / n_columns`` fails on sparse rows). For features that
+    share a scale (already standardised, or measured in one unit).
 
     Returns
     -------
@@ -183,20 +186,34 @@ def private_pooled_scale(X, epsilon, *, bounds=(1e-12, 1e12), jitter=0.05, rando
     --------
     >>> import numpy as np
     >>> from skdp.mechanisms import private_pooled_scale
-    >>> X = np.random.default_rng(0).normal(scale=3.0, size=(2000, 10))
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(scale=3.0, size=(2000, 10))
     >>> s, event = private_pooled_scale(X, epsilon=0.2, random_state=0)
-    >>> bool(abs(s / 3.0 - 1) < 0.05), event.epsilon(0.0)
+    >>> bool(abs(s / 3.0 - 1) < 0.1), event.epsilon(0.0)
     (True, 0.2)
+    >>> onehot = np.eye(50)[rng.integers(50, size=2000)]  # a dummy-coded 50-level categorical
+    >>> s, _ = private_pooled_scale(np.hstack([rng.normal(size=(2000, 3)), onehot]), 0.2, random_state=0)
+    >>> bool(0.7 < s < 1.3)
+    True
     """
     rng = check_generator(random_state)
-    X = np.asarray(X, dtype=float)
-    X = X.reshape(X.shape[0], -1)
-    d = X.shape[1]
-    values = (np.abs(X) * np.exp(rng.uniform(-jitter, jitter, size=X.shape))).ravel()
+    # Entries beyond 1e150 are clipped (a per-record map) so that squares stay finite.
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=float)
+        X.data = np.clip(X.data, -1e150, 1e150)
+        squares = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        counts = np.asarray((X != 0).sum(axis=1)).ravel()
+    else:
+        X = np.clip(np.asarray(X, dtype=float), -1e150, 1e150)
+        X = X.reshape(X.shape[0], -1)
+        squares = np.einsum("ij,ij->i", X, X)
+        counts = np.count_nonzero(X, axis=1)
+    # Per-row value: depends on its own row (and public jitter) only.
+    rms = np.sqrt(np.divide(squares, counts, out=np.zeros_like(squares), where=counts > 0))
+    values = rms * np.exp(rng.uniform(-jitter, jitter, size=rms.shape))
     lower, upper = (float(b) for b in bounds)
-    s, _ = private_quantile(values, 0.5, epsilon / d, (lower, upper), scale="log", nonzero=True,
-                            random_state=rng)
-    return float(_MAD_TO_STD * s), pooled_scaling_event(epsilon)
+    s, _ = private_quantile(values, 0.5, epsilon, (lower, upper), scale="log", nonzero=True, random_state=rng)
+    return float(s), pooled_scaling_event(epsilon)
 
 
 # --------------------------------------------------------------------------------------------

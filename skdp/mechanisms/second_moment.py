@@ -8,6 +8,7 @@ from ..accounting import GaussianRelease
 from ._audit import notify
 from ._random import check_generator
 from .clipping import clip_factors, row_norms
+from .noise import NON_PRIVATE_RELEASE
 
 __all__ = ["private_second_moment", "second_moment_sensitivity"]
 
@@ -50,16 +51,23 @@ def private_second_moment(rows, bound, noise_std, *, random_state=None):
     >>> np.allclose(G, np.eye(3), atol=0.05)
     True
     """
+    bound = float(bound)
+    if not math.isfinite(bound) and noise_std > 0:
+        raise ValueError("A noisy release of the second moments needs a finite bound on the row norms.")
     blocks = [rows] if isinstance(rows, np.ndarray) else rows
     gram, n = None, 0
     for block in blocks:
         block = np.asarray(block, dtype=float)
+        # A row with a non-finite value becomes 0 (a per-record map), so that one
+        # record cannot turn the whole release into NaN.
+        block = np.where(np.isfinite(block).all(axis=1, keepdims=True), block, 0.0)
         block = block * clip_factors(row_norms(block), bound)[:, None] if math.isfinite(bound) else block
         gram = block.T @ block if gram is None else gram + block.T @ block
         n += block.shape[0]
     gram = gram / n
-    sensitivity = second_moment_sensitivity(bound, n) if math.isfinite(bound) else 0.0
-    event = GaussianRelease(sensitivity, noise_std)
+    # Without a bound (and without noise, epsilon = inf) the release is accounted as not private.
+    event = (GaussianRelease(second_moment_sensitivity(bound, n), noise_std) if math.isfinite(bound)
+             else NON_PRIVATE_RELEASE)
     p = gram.shape[0]
     upper = np.triu_indices(p)
     released = gram[upper] * np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .noise import gaussian_mechanism
+from .noise import NON_PRIVATE_RELEASE, gaussian_mechanism
 
 __all__ = ["top_eigenvalue", "private_top_eigenvalue", "MAX_GRAM_SIZE"]
 
@@ -106,7 +106,9 @@ def private_top_eigenvalue(X, row_bound, noise_std, random_state=None, weights=N
     if not math.isfinite(float(row_bound)):
         if noise_std > 0:
             raise ValueError("A noisy release of the top eigenvalue needs a finite row bound.")
-        sensitivity = 0.0  # no noise, no privacy claim (epsilon = inf)
-    else:
-        sensitivity = float(row_bound) ** 2 / X.shape[0]
+        # No bound, no noise (epsilon = inf): released exactly and accounted as not private.
+        value, event = gaussian_mechanism(top_eigenvalue(X, weights), 1.0, 0.0, random_state=random_state)
+        assert event == NON_PRIVATE_RELEASE
+        return value, event
+    sensitivity = float(row_bound) ** 2 / X.shape[0]
     return gaussian_mechanism(top_eigenvalue(X, weights), sensitivity, noise_std, random_state=random_state)

@@ -10,7 +10,10 @@ public range ``CLIP_RANGE x row_bound``. Per-sample gradient norms are at most
 landing absurdly far from the data.
 
 Losses with a public bound on ``|loss'|`` (absolute, quantile) need no
-quantile: clipping at ``bound x row_bound`` never changes a gradient.
+quantile: they clip at ``bound x row_bound``, which changes no gradient when the
+rows are clipped to ``row_bound``. (On whitened rows kept whole it clips the
+gradients of rows longer than ``row_bound``, as any clip would: the
+sensitivity ``2 C / m`` holds either way.)
 """
 
 import numpy as np
@@ -27,7 +30,8 @@ def public_derivative_bound(loss):
     """Public bound on ``|loss'|`` for losses whose bound does not depend on the data, else None.
 
     Absolute and quantile losses have one (their gradients are then clipped at
-    ``bound * row_bound``, which never changes a gradient). Squared and Huber
+    ``bound * row_bound``, which changes no gradient of a row clipped to
+    ``row_bound``). Squared and Huber
     losses return None: the squared loss has no bound, and for the Huber loss
     a clip at a low private quantile of the gradient norms is much less noisy
     than ``delta * row_bound``. Callables return None.
@@ -60,6 +64,10 @@ def gradient_norms(problem, w, rows=None):
     return np.abs(problem.derivatives(w, rows)) * norms
 
 
+_WIDEST_RANGE = (1e-300, 1e300)
+_JITTER = 0.05
+
+
 def private_clip(problem, level, epsilon, rng, *, w=None, rows=None, values=None, upper=None):
     """Epsilon-DP ``level``-quantile of the per-sample gradient norms, as a clip threshold.
 
@@ -90,5 +98,13 @@ def private_clip(problem, level, epsilon, rng, *, w=None, rows=None, values=None
         values = gradient_norms(problem, np.zeros(problem.n_coef) if w is None else w, rows)
     lower = CLIP_RANGE[0] * problem.row_bound
     upper = CLIP_RANGE[1] * problem.row_bound if upper is None else upper
-    threshold, event = private_quantile(values, level, epsilon, (lower, upper), scale="log", random_state=rng)
+    if not (np.isfinite(lower) and np.isfinite(upper)):
+        # An infinite row bound comes only with epsilon = inf (nothing is clipped without
+        # noise): the exact quantile, within the widest public range.
+        if not np.isinf(epsilon):
+            raise ValueError("A private clip threshold needs a finite row bound.")
+        lower, upper = _WIDEST_RANGE
+    # Jitter: tied norms (binary labels, one-hot rows) would leave only zero-length intervals.
+    threshold, event = private_quantile(values, level, epsilon, (lower, upper), scale="log", jitter=_JITTER,
+                                        random_state=rng)
     return float(threshold), event

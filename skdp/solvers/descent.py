@@ -45,9 +45,10 @@ def noisy_clipped_gradient(problem, w, clip, std, rng, rows=None):
     m = problem.n_samples if rows is None else len(rows)
     mean = problem.clipped_gradient_sum(w, clip, rows) / m
     if not math.isfinite(clip):
-        if std > 0:
+        if math.isnan(clip) or not std == 0:  # NaN noise counts as noise
             raise ValueError("A noisy release needs a finite clip threshold.")
-        return gaussian_mechanism(mean, 0.0, 0.0, random_state=rng)  # no clipping, no noise: not private
+        # No clipping, no noise (epsilon = inf): accounted as not private (mu = inf).
+        return gaussian_mechanism(mean, 1.0, 0.0, random_state=rng)
     return gaussian_mechanism(mean, 2.0 * clip / m, std, random_state=rng)
 
 

@@ -122,12 +122,12 @@ def test_a_public_clip_replaces_only_a_quantile_chosen_gradient_clip():
 
 
 def test_the_low_budget_warning_depends_on_public_inputs_only():
-    with pytest.warns(LowBudgetWarning, match="epsilon \\* n = 20"):
+    with pytest.warns(LowBudgetWarning, match="epsilon \\* n_samples = 60\\).* epsilon \\* n = 17 each"):
         starved = _plan(ClippedGD(), 3000, 0.02)
     assert starved.standardiser.mode == "minimal"
     with warnings.catch_warnings():
         warnings.simplefilter("error", LowBudgetWarning)
-        _plan(ClippedGD(), 3000, 0.05)  # epsilon * n = 47 for each of its two quantiles: no warning
+        _plan(ClippedGD(), 3000, 0.06)  # epsilon * n = 46 for each of its three quantiles: no warning
     # Two datasets of the same shape, nothing alike: the same plan (mode, public clip, budget).
     rng = np.random.default_rng(0)
     X1, y1 = rng.normal(size=(3000, D)), rng.normal(size=3000)

@@ -91,9 +91,11 @@ def test_a_custom_solver_runs_through_the_pipeline_and_its_event_is_settled():
     assert model.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
     released_by_solver = model.privacy_event_.events[1]
     assert released_by_solver.event.sensitivity == pytest.approx(2.0 / len(y))
-    # The last 20 Gaussian releases are the solver's steps; before them come the standardiser's (its
-    # second-moment matrix and magnitude check; its other releases are quantiles).
-    assert len(log) > 20 and all(r.event == released_by_solver.event for r in log[-20:])
+    # The 20 Gaussian releases before the last are the solver's steps; before them come the standardiser's
+    # (its second-moment matrix and magnitude check; its other releases are quantiles); the last is the
+    # fit check, one number.
+    assert len(log) > 21 and all(r.event == released_by_solver.event for r in log[-21:-1])
+    assert np.ndim(log[-1].value) == 0 and model.privacy_event_.events[2] == log[-1].event
     # The model is useful: the noisy descent moves towards the least-squares fit.
     assert np.corrcoef(model.predict(X), y)[0, 1] > 0.8
 
@@ -106,9 +108,12 @@ def test_the_solver_runs_at_the_budget_planned_from_public_inputs():
     plan = plan_budget(epsilon=0.5, delta=1e-5, n_samples=n, n_features=d, fit_intercept=True,
                        solver=NoisyGD(), make_spec=lambda mode: est._problem_spec(NoisyGD(), n, d, mode))
     model = est.fit(X, y)
-    scaling_event, solver_event = model.privacy_event_.events
+    scaling_event, solver_event, check_event = model.privacy_event_.events
     # The noise of every step is the one the calibrated Gaussian budget mu gives 20 steps together.
     assert solver_event.event.noise_std == pytest.approx(math.sqrt(20) * 2.0 / n / plan.budget.mu, rel=1e-12)
+    # The fit check: one number of sensitivity 8 / n at its own planned budget.
+    assert check_event.sensitivity == pytest.approx(8.0 / n, rel=1e-12)
+    assert check_event.noise_std == pytest.approx(8.0 / n / plan.check_mu, rel=1e-12)
     assert model.scaling_["mode"] == plan.standardiser.mode
     assert model.scaling_["quantile_epsilon"] == plan.budget.quantile_epsilon
     assert_event_as_planned(model.privacy_event_, plan.event, rel=1e-9)

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from skdp import BudgetAccountant, DPHeavyTailRegressor, LowBudgetWarning
 from skdp.accounting import GaussianRelease
-from skdp.mechanisms import MAX_GRAM_SIZE, clip_rows, private_top_eigenvalue, top_eigenvalue
+from skdp.mechanisms import MAX_GRAM_SIZE, NON_PRIVATE_RELEASE, clip_rows, private_top_eigenvalue, top_eigenvalue
 from skdp.mechanisms import spectral
 
 
@@ -87,3 +87,12 @@ def test_the_curvature_release_never_uses_an_eigensolver_that_can_fail(monkeypat
         warnings.simplefilter("ignore", LowBudgetWarning)
         model = DPHeavyTailRegressor(algorithm="clipped_gd", accountant=acc, random_state=0).fit(X, y)
     assert np.all(np.isfinite(model.coef_)) and len(acc.events) == 1
+
+
+def test_without_a_row_bound_only_a_noiseless_release_is_allowed_and_it_is_not_private():
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match="finite row bound"):
+        private_top_eigenvalue(X, math.inf, 0.1)
+    value, event = private_top_eigenvalue(X, math.inf, 0.0)
+    assert value == pytest.approx(top_eigenvalue(X)) and event == NON_PRIVATE_RELEASE
+    assert math.isinf(event.mu)

@@ -39,13 +39,20 @@ never changes the gradient (clipping would change the estimated quantile).
 """
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
 from ...losses import HuberLoss
-from ...mechanisms import MAX_GRAM_SIZE, clip_factors, private_quantile, private_top_eigenvalue
+from ...mechanisms import (
+    MAX_GRAM_SIZE,
+    NON_PRIVATE_RELEASE,
+    clip_factors,
+    private_quantile,
+    private_top_eigenvalue,
+)
 from .._contract import Capabilities, Solver, SolverResult, register_solver
 from ..clip_threshold import private_clip, public_derivative_bound
 from ..descent import noisy_clipped_gradient
@@ -170,6 +177,19 @@ class ClippedGD(Solver):
     def from_options(cls, options):
         return cls(n_steps=options.max_iter, huber_auto=options.huber_auto)
 
+    def check(self, spec):
+        super().check(spec)
+        # Before any spend: an infinite or NaN clip would release exact gradients, charged as free.
+        if self.clip is not None and not (math.isfinite(float(self.clip)) and float(self.clip) > 0):
+            raise ValueError(f"clip must be None or a finite positive number; got {self.clip!r}.")
+        multiplier = self.clip_multiplier
+        if multiplier not in (None, "auto") and not (isinstance(multiplier, numbers.Real)
+                                                     and math.isfinite(multiplier) and multiplier > 0):
+            raise ValueError(f"clip_multiplier must be None, 'auto' or a finite positive number; "
+                             f"got {multiplier!r}.")
+        if not 0.0 < float(self.curvature_share) < 1.0:
+            raise ValueError(f"curvature_share must lie in (0, 1); got {self.curvature_share!r}.")
+
     def for_whitened_rows(self):
         return self.replace(clip_multiplier="auto" if self.clip_multiplier is None else self.clip_multiplier,
                             step_decay_fraction=0.5, project=False, curvature_share=_WHITENED_CURVATURE_SHARE)
@@ -230,10 +250,10 @@ class ClippedGD(Solver):
 
     # -- solving ------------------------------------------------------------------------
     def _clip_multiplier(self, n, p, mu):
+        if math.isinf(mu):
+            return math.inf  # no noise: nothing is clipped
         if self.clip_multiplier != "auto":
             return float(self.clip_multiplier)
-        if math.isinf(mu):
-            return math.inf
         return max(_CLIP_MIN, math.sqrt(n * mu / p / _CLIP_NU0))
 
     def run(self, spec, problem, budget, rng):
@@ -287,7 +307,7 @@ class ClippedGD(Solver):
         for s, steps in enumerate(stages):
             if s == 1 and self._tunes_huber(loss):
                 r = np.abs(problem.X @ w - problem.y)
-                med, ev = private_quantile(r, 0.5, eps_q, (1e-6, 1e3), scale="log", random_state=rng)
+                med, ev = private_quantile(r, 0.5, eps_q, (1e-6, 1e3), scale="log", jitter=0.05, random_state=rng)
                 releases.append(ev)
                 loss = HuberLoss(1.345 * 1.4826 * med)
                 problem = problem.with_loss(loss)
@@ -296,8 +316,8 @@ class ClippedGD(Solver):
                 C = float(self.clip)
             elif public_bound is not None:
                 C = public_bound * problem.row_bound
-            elif median_rule and math.isinf(multiplier):
-                C = math.inf  # no noise: nothing is clipped, the fit is exact
+            elif median_rule and math.isinf(mu):
+                C = math.inf  # no noise (epsilon = inf): nothing is clipped, the fit is exact
             elif median_rule:
                 median, ev = private_clip(problem, 0.5, eps_q, rng, w=w)
                 releases.append(ev)
@@ -318,9 +338,14 @@ class ClippedGD(Solver):
                 penalty = shrink * free  # the user's ridge is applied by its proximal step
             else:
                 penalty = pen_scale * problem.penalty + shrink * free
-            finite_C = C if math.isfinite(C) else 0.0
-            sigma = math.sqrt(T) * (2.0 * finite_C / n) / mu if math.isfinite(mu) else 0.0
-            releases.append(Repeated(GaussianRelease(2.0 * finite_C / n, sigma), steps))
+            if math.isfinite(C):
+                sigma = math.sqrt(T) * (2.0 * C / n) / mu if math.isfinite(mu) else 0.0
+                releases.append(Repeated(GaussianRelease(2.0 * C / n, sigma), steps))
+            elif math.isinf(mu):
+                sigma = 0.0
+                releases.append(Repeated(NON_PRIVATE_RELEASE, steps))
+            else:  # pragma: no cover - check() and the branch above prevent it
+                raise RuntimeError("An unclipped gradient release needs epsilon = inf.")
             tau = self.step_decay if self.step_decay is not None else max(1.0, steps * self.step_decay_fraction)
             last_etas = decaying_steps(eta0, steps, tau)
             for t, eta in enumerate(last_etas):

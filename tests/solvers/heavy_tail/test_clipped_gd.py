@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from skdp.losses import AbsoluteLoss, HuberLoss, QuantileLoss, SquaredLoss
-from skdp.mechanisms import top_eigenvalue
+from skdp.accounting import GaussianRelease, Repeated
+from skdp.mechanisms import NON_PRIVATE_RELEASE, top_eigenvalue
 from skdp.solvers import ClippedGD
 from privacy_harness import (
     CoupledProblem,
@@ -127,3 +128,29 @@ def test_on_unclipped_rows_without_noise_the_fit_is_exact_least_squares():
     result, _ = run_as_planned(ClippedGD().for_whitened_rows(), problem, math.inf, math.inf, 0)
     exact = np.linalg.lstsq(X, y, rcond=None)[0]
     np.testing.assert_allclose(result.coef, exact, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("settings", [dict(clip=math.inf), dict(clip=math.nan), dict(clip=0.0),
+                                      dict(clip_multiplier=math.inf), dict(clip_multiplier=math.nan),
+                                      dict(clip_multiplier=-1.0), dict(curvature_share=0.0),
+                                      dict(curvature_share=1.0)])
+def test_settings_that_would_release_unclipped_or_unplanned_gradients_are_refused_before_any_spend(settings):
+    from skdp import BudgetAccountant, DPHeavyTailRegressor
+
+    X, y, *_ = neighbours(seed=0)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError):
+        DPHeavyTailRegressor(epsilon=1.0, algorithm=ClippedGD(**settings), accountant=acc).fit(X, y)
+    assert acc.spent.epsilon == 0.0 and acc.events == ()
+
+
+def test_without_noise_the_unclipped_releases_are_accounted_as_not_private():
+    X, y, X2, y2, row_bound, _ = neighbours(seed=0)
+    p = X.shape[1]
+    problem = CoupledProblem(X, y, X2, y2, SquaredLoss(), np.zeros(p), 5.0, row_bound)
+    solver = ClippedGD(n_steps=10).for_whitened_rows()
+    result, _ = run_as_planned(solver, problem, math.inf, math.inf, 0)
+    assert math.isinf(result.schedule["clip_thresholds"][0])
+    # The gradient releases themselves (not only the exact quantiles) say mu = inf.
+    steps = [e for e in result.event.events if isinstance(e, Repeated) and isinstance(e.event, GaussianRelease)]
+    assert steps and all(e.event == NON_PRIVATE_RELEASE and math.isinf(e.event.mu) for e in steps)
