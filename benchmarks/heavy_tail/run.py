@@ -12,7 +12,11 @@ Usage::
 
     python benchmarks/heavy_tail/run.py            # the full grid (several hours on 2 cores)
     python benchmarks/heavy_tail/run.py --seeds 10 --large-seeds 3 \
-        --large-methods auto,clipped_gd,baseline_dpgd,baseline_ssp     # the committed results (~1.5 hours)
+        --large-methods auto,clipped_gd,baseline_dpgd,baseline_ssp     # every algorithm (~1.5 hours)
+    python benchmarks/heavy_tail/run.py --seeds 10 --large-seeds 3 --diabetes-seeds 10 \
+        --methods auto,baseline_dpgd,baseline_ssp --large-methods auto,baseline_dpgd,baseline_ssp
+                                                   # the default and the baselines (the committed results;
+                                                   # every algorithm: schedules.py)
     python benchmarks/heavy_tail/run.py --quick    # 3 seeds, n <= 20000
     python benchmarks/heavy_tail/summarize.py      # tables and plots from results/raw.csv
 
@@ -107,6 +111,8 @@ def main():
     parser.add_argument("--large-seeds", type=int, default=20, help="seeds per cell at n = 100000")
     parser.add_argument("--only-large", action="store_true", help="run only the n = 100000 cells")
     parser.add_argument("--diabetes-seeds", type=int, default=20)
+    parser.add_argument("--methods", default="all",
+                        help="comma-separated methods at n <= 20000 and on diabetes (default: all)")
     parser.add_argument("--large-methods", default="all",
                         help="comma-separated methods at n = 100000 (the one-pass and localized solvers "
                              "take minutes per fit there)")
@@ -115,14 +121,15 @@ def main():
     large_seeds = range(0) if args.quick else range(args.large_seeds)
     sizes = [2000, 20000]
     epsilons = [0.1, 0.5, 1.0, 2.0, 5.0]
-    methods = ["auto"] + ALGORITHMS + ["baseline_dpgd", "baseline_ssp"]
+    all_methods = ["auto"] + ALGORITHMS + ["baseline_dpgd", "baseline_ssp"]
+    methods = all_methods if args.methods == "all" else args.methods.split(",")
     cells = [("diabetes", 0, 1.0, s, epsilons, methods) for s in range(3 if args.quick else args.diabetes_seeds)]
     for n in sizes:
         for y_scale in (1.0, 1000.0):
             cells += [("contaminated", n, y_scale, s, epsilons, methods) for s in seeds]
     if args.only_large:
         cells = []
-    large_methods = methods if args.large_methods == "all" else args.large_methods.split(",")
+    large_methods = all_methods if args.large_methods == "all" else args.large_methods.split(",")
     for y_scale in (1.0, 1000.0):
         cells += [("contaminated", 100000, y_scale, s, epsilons, large_methods) for s in large_seeds]
     out = Path(args.out)

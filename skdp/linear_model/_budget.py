@@ -173,9 +173,10 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     scaling, scaling_share : see the estimators
     schedule : {"practical", "theory"}
     adapt_solver : bool, default=True
-        Whether a whitened mode may run the solver's variant for whitened rows
-        (:meth:`~skdp.solvers.Solver.for_whitened_rows`); False for a solver
-        instance the user passed, which is run as given.
+        Whether the plan may run a variant of the solver: for whitened rows
+        (:meth:`~skdp.solvers.Solver.for_whitened_rows`), with fewer quantiles
+        or with a public clip on a starved budget. False for a solver instance
+        the user passed, which is run as given (the scaling still adapts).
 
     Warns
     -----
@@ -202,7 +203,7 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
 
     mode, eps_q = tier(solver)
     if scaling_share == "auto" and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
-        fewer = solver.with_fewer_quantiles()
+        fewer = solver.with_fewer_quantiles() if adapt_solver else solver
         if fewer is not solver:
             # Starved budget: a variant with fewer thresholds, and a larger share for the
             # quantiles that remain.
@@ -212,8 +213,8 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     if scaling == "auto" and scaling_share == "auto" and modes is None and starved:
         # Still starved: two scaling quantiles, and a public clip for solvers that would
         # spend a quantile on their per-sample gradient clip.
-        if (solver.capabilities.public_clip and schedule == "practical" and solver.n_quantiles(spec) > 0
-                and solver.clip is None):
+        if (adapt_solver and solver.capabilities.public_clip and schedule == "practical"
+                and solver.n_quantiles(spec) > 0 and solver.clip is None):
             solver = solver.with_public_clip(MINIMAL_CLIP * math.sqrt(d))
         mode, eps_q = tier(solver, MINIMAL_SCALING_SHARE, ("minimal",))
     if mode != "none" and eps_q * n < STARVED_EPS_TIMES_N:

@@ -106,8 +106,9 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         Only "clipped_gd" and "proximal_sgd" take an L1 penalty. A
         :class:`~skdp.solvers.Solver` instance is accepted too (it must belong
         to the "heavy_tail" family's contract: it is run as given, without the
-        settings "auto" and the algorithm names get for whitened rows, see
-        :meth:`~skdp.solvers.heavy_tail.clipped_gd.ClippedGD.for_whitened_rows`).
+        variants "auto" and the algorithm names get for whitened rows (see
+        :meth:`~skdp.solvers.heavy_tail.clipped_gd.ClippedGD.for_whitened_rows`)
+        or for starved budgets (fewer quantiles, a public clip)).
     schedule : {"practical", "theory"}, default="practical"
         "theory" keeps the papers' constants (for fidelity tests). Changing the
         schedule changes accuracy, never the noise calibration.
@@ -159,7 +160,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         in the whitened modes, the whitening.
     fit_check_ : dict
         The released training-set improvement of the model over the constant
-        ``scaling_["target_center"]`` (in target variances, residuals clipped at
+        ``scaling_["target_center"]`` (0 with ``scaling="none"`` or without an
+        intercept; in target variances, residuals clipped at
         two target scales), its noise standard deviation, and whether the
         model was replaced by that constant (``fallback``: the release was
         more than one noise standard deviation below 0).

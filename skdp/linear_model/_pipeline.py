@@ -155,6 +155,8 @@ class PrivateLinearModel(DPEstimatorMixin):
                            scaling_share=getattr(self, "scaling_share", "auto"),
                            schedule=getattr(self, "schedule", "practical"),
                            adapt_solver=not isinstance(self.algorithm, Solver), stacklevel=4)
+        if plan.solver is not solver:
+            plan.solver.check(plan.spec)  # a variant chosen by the plan is checked too, before any spend
         self._warn_if_predicted_poor(plan, n, d)
 
         def private_fit(rng):

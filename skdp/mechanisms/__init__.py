@@ -6,7 +6,14 @@ samplers are not hardened against side channels.
 """
 
 from ._random import check_generator
-from .clipping import clip_factors, clip_rows, clipped_linear_gradient_sum, clipped_sum, row_norms
+from .clipping import (
+    clip_factors,
+    clip_rows,
+    clipped_derivatives,
+    clipped_linear_gradient_sum,
+    clipped_sum,
+    row_norms,
+)
 from .erm import CertifiedSolution, certified_minimize, erm_sensitivity, output_perturbation
 from .noise import (
     NON_PRIVATE_RELEASE,
@@ -45,6 +52,7 @@ __all__ = [
     "clip_factors",
     "clip_rows",
     "clipped_sum",
+    "clipped_derivatives",
     "clipped_linear_gradient_sum",
     "SparseVector",
     "sparse_vector_event",

@@ -11,7 +11,8 @@ NaN output, does not reveal that such a record exists.
 
 import numpy as np
 
-__all__ = ["row_norms", "clip_factors", "clip_rows", "clipped_sum", "clipped_linear_gradient_sum"]
+__all__ = ["row_norms", "clip_factors", "clip_rows", "clipped_sum", "clipped_derivatives",
+           "clipped_linear_gradient_sum"]
 
 
 def row_norms(X):
@@ -77,6 +78,37 @@ def clipped_sum(V, max_norm):
     return clip_factors(row_norms(V), max_norm) @ V
 
 
+def clipped_derivatives(derivative, norms, max_norm):
+    """Per-row derivatives scaled so that every ``|derivative_i| * norms_i <= max_norm``.
+
+    The clipped per-sample gradient of a linear model is ``result_i * x_i``.
+    Every result is finite: a NaN derivative counts as 0, and a derivative or
+    product that overflows gets the clipped value ``sign * max_norm / norm``
+    (0 when the norm is 0 or not finite). Without this rule, an overflowing
+    row would give ``inf * 0 = NaN`` and poison the whole sum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.mechanisms import clipped_derivatives
+    >>> clipped_derivatives(np.array([2.0, -np.inf, np.nan]), np.array([5.0, 2.0, 1.0]), 1.0).tolist()
+    [0.2, -0.5, 0.0]
+    """
+    derivative = np.asarray(derivative, dtype=float)
+    norms = np.asarray(norms, dtype=float)
+    derivative = np.where(np.isnan(derivative), 0.0, derivative)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        products = np.abs(derivative) * norms
+        scaled = derivative * clip_factors(products, max_norm)
+        bad = ~np.isfinite(scaled) | ~np.isfinite(products)
+        if bad.any():
+            usable = np.isfinite(norms) & (norms > 0)
+            capped = np.where(usable, np.sign(derivative) * (float(max_norm) / np.where(usable, norms, 1.0)), 0.0)
+            scaled = np.where(bad, capped, scaled)
+            scaled = np.where(np.isfinite(scaled), scaled, 0.0)
+    return scaled
+
+
 def clipped_linear_gradient_sum(X, derivative, max_norm, norms=None):
     """Sum over rows of the clipped per-sample gradients ``derivative_i * x_i``.
 
@@ -105,9 +137,6 @@ def clipped_linear_gradient_sum(X, derivative, max_norm, norms=None):
     [0.1, 0.8]
     """
     X = _finite_rows(np.asarray(X, dtype=float))
-    derivative = np.asarray(derivative, dtype=float)
-    derivative = np.where(np.isfinite(derivative), derivative, 0.0)
     if norms is None:
         norms = row_norms(X)
-    factors = clip_factors(np.abs(derivative) * norms, max_norm)
-    return X.T @ (derivative * factors)
+    return X.T @ clipped_derivatives(derivative, norms, max_norm)

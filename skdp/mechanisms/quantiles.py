@@ -70,7 +70,8 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
         zero-length intervals between them, so a column whose values are all
         equal (the row norms of a one-hot table) would get an estimate drawn
         from the whole range; jitter spreads the ties over an interval of that
-        width. A per-record map with public randomness: privacy is unchanged.
+        width (zeros stay zero, so ``nonzero`` still leaves them out). A
+        per-record map with public randomness: privacy is unchanged.
         Ignored at ``epsilon = inf``.
     random_state : None, int or Generator
 
@@ -126,7 +127,12 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     x = np.nan_to_num(x, nan=lower, posinf=upper, neginf=lower)
     if jitter > 0:
         noise = rng.uniform(-jitter, jitter, size=x.shape)
-        x = x * np.exp(noise) if log_scale else x + noise
+        if log_scale:
+            x = x * np.exp(noise)  # zeros stay zero
+        elif nonzero:
+            x = np.where(x != 0, x + noise, 0.0)  # zeros stay absent
+        else:
+            x = x + noise
     # Work on columns as contiguous rows: sorting along the last axis is fast.
     x = np.ascontiguousarray(x.T)
     if nonzero:

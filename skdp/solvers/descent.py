@@ -141,6 +141,8 @@ def clipped_gaussian_mean(vectors, clip, mu, random_state):
     event : GaussianRelease
     """
     G = np.asarray(vectors, dtype=float)
+    # A vector with a non-finite entry counts as zero (a per-record rule; inf * 0 would be NaN).
+    G = np.where(np.isfinite(G).all(axis=-1, keepdims=True), G, 0.0)
     s = G.shape[-2]
     factors = clip_factors(np.linalg.norm(G, axis=-1), clip)
     mean = np.einsum("...ij,...i->...j", G, factors) / s

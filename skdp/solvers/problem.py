@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..losses import RegressionLoss
-from ..mechanisms import clip_factors, row_norms
+from ..mechanisms import clipped_derivatives, row_norms
 from .geometry import project_ball
 
 __all__ = ["GLMProblem"]
@@ -193,5 +193,4 @@ class GLMProblem:
         X = self.X if rows is None else self.X[rows]
         norms = self.norms if rows is None else self.norms[rows]
         deriv = self.derivatives(w, rows)
-        factors = clip_factors(np.abs(deriv) * norms, clip)
-        return X.T @ (deriv * factors)
+        return X.T @ clipped_derivatives(deriv, norms, clip)

@@ -103,6 +103,14 @@ def test_starved_budgets_release_fewer_quantiles_then_use_a_public_clip():
     assert minimal.solver.n_quantiles(ProblemSpec(3000, D + 1, SquaredLoss())) == 0
 
 
+def test_a_users_solver_instance_is_run_as_given_at_every_budget():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LowBudgetWarning)
+        for epsilon in (0.5, 0.2, 0.05):
+            plan = _plan(ClippedGD(), 3000, epsilon, adapt_solver=False)
+            assert plan.solver == ClippedGD()
+
+
 def test_a_public_clip_replaces_only_a_quantile_chosen_gradient_clip():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LowBudgetWarning)

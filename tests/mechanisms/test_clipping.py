@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from skdp.mechanisms import clip_factors, clip_rows, clipped_linear_gradient_sum, clipped_sum, row_norms
+from skdp.losses import SquaredLoss
+from skdp.mechanisms import (
+    clip_factors,
+    clip_rows,
+    clipped_derivatives,
+    clipped_linear_gradient_sum,
+    clipped_sum,
+    row_norms,
+)
+from skdp.solvers import GLMProblem
 
 
 def test_clip_rows_bounds_norms_and_keeps_small_rows():
@@ -78,3 +87,28 @@ def test_non_finite_rows_are_clipped_to_finite_ones():
     assert np.all(np.isfinite(clip_rows(X, 1.0)))
     assert np.all(np.isfinite(clipped_sum(X, 1.0)))
     assert math.isfinite(float(np.linalg.norm(clipped_sum(X, 1.0))))
+
+
+def test_clipped_derivatives_are_finite_and_clipped_for_any_input():
+    d = np.array([2.0, -np.inf, np.nan, np.inf, 1e300, 3.0])
+    norms = np.array([5.0, 2.0, 1.0, 0.0, 1e300, np.inf])
+    out = clipped_derivatives(d, norms, 1.0)
+    assert np.isfinite(out).all()
+    assert out.tolist()[:4] == [0.2, -0.5, 0.0, 0.0]
+    assert out[4] == pytest.approx(1e-300) and out[5] == 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert (np.abs(out) * np.nan_to_num(norms, posinf=0.0) <= 1.0 + 1e-12).all()
+
+
+def test_an_overflowing_row_cannot_poison_the_clipped_gradient_sum():
+    # One row whose derivative overflows at a large iterate: its clipped gradient is sign * clip / norm,
+    # and the other rows' sum is unchanged (inf * 0 would make the whole sum NaN).
+    n = 50
+    X, y = np.ones((n, 2)), np.zeros(n)
+    X_big = X.copy()
+    X_big[0] = [1e200, 1.0]
+    w = np.array([1e150, 0.0])
+    sums = [GLMProblem(A, y, SquaredLoss(), np.zeros(2), radius=math.inf, row_bound=1.0,
+                       rows_clipped=False).clipped_gradient_sum(w, 1.0) for A in (X, X_big)]
+    assert np.isfinite(sums[1]).all()
+    assert np.linalg.norm(sums[0] - sums[1]) <= 2.0 + 1e-9

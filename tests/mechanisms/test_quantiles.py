@@ -78,3 +78,9 @@ def test_a_non_finite_record_never_makes_the_quantile_non_finite():
     for seed in range(20):
         est, _ = private_quantile(with_nan, 0.5, 1.0, (-5, 5), random_state=seed)
         assert np.isfinite(est)
+
+
+def test_linear_jitter_keeps_zeros_out_of_a_nonzero_quantile():
+    x = np.r_[np.zeros(900), np.full(100, 10.0)]
+    est, _ = private_quantile(x, 0.5, 5.0, (-20.0, 20.0), nonzero=True, jitter=0.05, random_state=0)
+    assert abs(est - 10.0) < 0.1

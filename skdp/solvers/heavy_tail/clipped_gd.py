@@ -65,6 +65,7 @@ _WHITENED_CURVATURE_SHARE = 0.05
 # Steps: 100, or 200 above this many coefficients on whitened rows (their conditioning is worse
 # when only the diagonal is whitened, which is the case on wide tables).
 _WIDE = 64
+_MAX_PUBLIC_CLIP = 1e100
 # clip_multiplier="auto": m_C = max(_CLIP_MIN, sqrt(nu / _CLIP_NU0)), nu = n mu_steps / p.
 _CLIP_MIN, _CLIP_NU0 = 0.6, 50.0
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
@@ -180,13 +181,16 @@ class ClippedGD(Solver):
     def check(self, spec):
         super().check(spec)
         # Before any spend: an infinite or NaN clip would release exact gradients, charged as free.
-        if self.clip is not None and not (math.isfinite(float(self.clip)) and float(self.clip) > 0):
-            raise ValueError(f"clip must be None or a finite positive number; got {self.clip!r}.")
+        # A clip above _MAX_PUBLIC_CLIP (in standardised units, where gradients are about 1) could
+        # overflow the noise calibration or the gradient sums after the budget is reserved.
+        if self.clip is not None and not (0 < float(self.clip) <= _MAX_PUBLIC_CLIP):
+            raise ValueError(f"clip must be None or a positive number up to {_MAX_PUBLIC_CLIP:g}; "
+                             f"got {self.clip!r}.")
         multiplier = self.clip_multiplier
         if multiplier not in (None, "auto") and not (isinstance(multiplier, numbers.Real)
-                                                     and math.isfinite(multiplier) and multiplier > 0):
-            raise ValueError(f"clip_multiplier must be None, 'auto' or a finite positive number; "
-                             f"got {multiplier!r}.")
+                                                     and 0 < multiplier <= _MAX_PUBLIC_CLIP):
+            raise ValueError(f"clip_multiplier must be None, 'auto' or a positive number up to "
+                             f"{_MAX_PUBLIC_CLIP:g}; got {multiplier!r}.")
         if not 0.0 < float(self.curvature_share) < 1.0:
             raise ValueError(f"curvature_share must lie in (0, 1); got {self.curvature_share!r}.")
 

@@ -130,7 +130,7 @@ def test_on_unclipped_rows_without_noise_the_fit_is_exact_least_squares():
     np.testing.assert_allclose(result.coef, exact, rtol=1e-3, atol=1e-3)
 
 
-@pytest.mark.parametrize("settings", [dict(clip=math.inf), dict(clip=math.nan), dict(clip=0.0),
+@pytest.mark.parametrize("settings", [dict(clip=math.inf), dict(clip=math.nan), dict(clip=0.0), dict(clip=1e300),
                                       dict(clip_multiplier=math.inf), dict(clip_multiplier=math.nan),
                                       dict(clip_multiplier=-1.0), dict(curvature_share=0.0),
                                       dict(curvature_share=1.0)])
