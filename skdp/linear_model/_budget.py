@@ -76,6 +76,10 @@ class BudgetPlan:
         fit check).
     check_mu : float
         Gaussian-DP budget of the fit check (:mod:`~skdp.linear_model._fit_check`).
+    starved : bool
+        Whether the private quantiles get ``epsilon * n`` below
+        :data:`STARVED_EPS_TIMES_N` each (public): the fit check then keeps the
+        model only when it is confidently better than the constant.
     """
 
     standardiser: PrivateStandardiser
@@ -84,6 +88,7 @@ class BudgetPlan:
     budget: SolverBudget
     event: object
     check_mu: float
+    starved: bool = False
 
 
 def quantile_epsilon(n_samples, n_quantiles, rho_total, scaling_share="auto",
@@ -217,12 +222,14 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
                 and solver.n_quantiles(spec) > 0 and solver.clip is None):
             solver = solver.with_public_clip(MINIMAL_CLIP * math.sqrt(d))
         mode, eps_q = tier(solver, MINIMAL_SCALING_SHARE, ("minimal",))
-    if mode != "none" and eps_q * n < STARVED_EPS_TIMES_N:
+    starved = mode != "none" and eps_q * n < STARVED_EPS_TIMES_N
+    if starved:
         warnings.warn(
             f"With epsilon={epsilon:g} and {n} rows (epsilon * n_samples = {epsilon * n:.0f}) the private "
             f"quantiles that locate and scale the data get epsilon * n = {eps_q * n:.0f} each; below about "
             f"{STARVED_EPS_TIMES_N:.0f} they are unreliable and the fit is likely worse than predicting the "
-            "mean, possibly far worse. Standardise X and y with public knowledge and use scaling='none', or "
+            "mean, possibly far worse, so the constant is returned unless the private fit check finds the "
+            "model clearly better. Standardise X and y with public knowledge and use scaling='none', or "
             "use a larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
     spec = make_spec(mode)
     standardiser = PrivateStandardiser(mode, eps_q, fit_intercept)
@@ -244,7 +251,7 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     solver.check_budget(spec, budget)
     check_mu = _CHECK_RATIO * mu
     event = Sequential([pre_event, solver.plan(spec, budget), fit_check_event(check_mu)])
-    return BudgetPlan(standardiser, solver, spec, budget, event, check_mu)
+    return BudgetPlan(standardiser, solver, spec, budget, event, check_mu, starved)
 
 
 def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode, eps_q):

@@ -31,6 +31,16 @@ model with a :class:`~skdp.accounting.LowBudgetWarning` (it is more likely
 worse than the constant than not). Without noise (``epsilon = inf``) the model
 is always kept.
 
+On a starved budget (a public property of the plan: the private quantiles that
+locate and scale the data get ``epsilon * n`` below about 40 each, see
+:mod:`~skdp.linear_model._budget`) the burden of proof is reversed: the model
+is kept only when the released improvement is above ``+2`` noise standard
+deviations, otherwise the constant is returned. There the scales themselves
+are unreliable and a failed fit is not a few target variances worse than the
+constant but up to 1e20 times (diabetes, ``epsilon * n = 33``), while the
+check's noise (several target variances) cannot tell such a fit from a useful
+one.
+
 The released numbers are kept in the estimator's ``fit_check_`` attribute.
 """
 
@@ -53,6 +63,9 @@ RESIDUAL_CLIP = 2.0
 # The model is replaced by the constant when the released improvement is below this
 # many noise standard deviations under 0.
 FALLBACK_SIGMAS = 1.0
+# On a starved budget the model is kept only when the released improvement is above this
+# many noise standard deviations.
+STARVED_KEEP_SIGMAS = 2.0
 
 def fit_check_event(mu):
     """The planned event of the check at Gaussian-DP budget ``mu`` (unit sensitivity)."""
@@ -70,28 +83,40 @@ class FitCheck:
     noise_std : float
         Standard deviation of its noise (public).
     event : GaussianRelease
+    starved : bool
+        Whether the budget plan was starved (public): the model must then
+        prove itself (see the module docstring).
     """
 
     improvement: float
     noise_std: float
     event: object
+    starved: bool = False
 
     @property
     def doubtful(self):
-        """Whether the model is more likely worse than the constant than not (noisy release below 0)."""
-        return self.noise_std > 0 and self.improvement < 0.0
+        """Whether the model is more likely worse than the constant than not, or replaced by it."""
+        return self.noise_std > 0 and (self.improvement < 0.0 or self.fallback)
 
     @property
     def fallback(self):
-        """Whether the model is replaced by the constant (release below ``-FALLBACK_SIGMAS`` noise sds)."""
-        return self.noise_std > 0 and self.improvement < -FALLBACK_SIGMAS * self.noise_std
+        """Whether the model is replaced by the constant.
+
+        Release below ``-FALLBACK_SIGMAS`` noise sds; on a starved budget, not
+        above ``STARVED_KEEP_SIGMAS`` noise sds.
+        """
+        if self.noise_std == 0:
+            return False
+        if self.starved:
+            return not self.improvement > STARVED_KEEP_SIGMAS * self.noise_std
+        return self.improvement < -FALLBACK_SIGMAS * self.noise_std
 
     def as_dict(self):
         return {"improvement": float(self.improvement), "noise_std": float(self.noise_std),
-                "fallback": bool(self.fallback)}
+                "fallback": bool(self.fallback), "starved": bool(self.starved)}
 
 
-def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=None):
+def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=None, *, starved=False):
     """Release the clipped training-set improvement of a model over the constant ``center``.
 
     Parameters
@@ -106,6 +131,8 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     mu : float
         Gaussian-DP budget of the release (``inf``: no noise).
     random_state : None, int or Generator
+    starved : bool, default=False
+        Whether the fit's budget plan was starved (public; see :class:`FitCheck`).
 
     Returns
     -------
@@ -141,4 +168,4 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     sensitivity = 2.0 * bound / n
     noise_std = 0.0 if math.isinf(mu) else sensitivity / mu
     released, event = gaussian_mechanism(value, sensitivity, noise_std, random_state=random_state)
-    return FitCheck(float(released), noise_std, event)
+    return FitCheck(float(released), noise_std, event, bool(starved))

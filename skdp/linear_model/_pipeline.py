@@ -165,7 +165,7 @@ class PrivateLinearModel(DPEstimatorMixin):
             result = plan.solver.run(plan.spec, problem, plan.budget, rng)
             coef, intercept = scaling.unscale(result.coef)
             check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling),
-                                      scaling.target_scale, plan.check_mu, rng)
+                                      scaling.target_scale, plan.check_mu, rng, starved=plan.starved)
             event = Sequential([scaling_event, result.event, check.event])
             return event, (result, scaling, coef, intercept, check)
 
@@ -191,9 +191,14 @@ class PrivateLinearModel(DPEstimatorMixin):
         eps_n = float(self.epsilon) * n
         p = d + int(self.fit_intercept)
         constant = self._constant_prediction(scaling)
-        found = (f"A private check on the training rows found the fitted model worse than predicting the "
-                 f"constant {constant:.4g} (released improvement {check.improvement:+.3g} target variances, "
-                 f"noise standard deviation {check.noise_std:.2g})")
+        released = (f"(released improvement {check.improvement:+.3g} target variances, noise standard deviation "
+                    f"{check.noise_std:.2g})")
+        if check.starved and check.improvement >= 0.0:
+            found = (f"On this starved budget a private check on the training rows could not confirm that the "
+                     f"fitted model is better than predicting the constant {constant:.4g} {released}")
+        else:
+            found = (f"A private check on the training rows found the fitted model worse than predicting the "
+                     f"constant {constant:.4g} {released}")
         advice = (f"epsilon * n_samples = {eps_n:.0f} ({eps_n / p:.1f} per coefficient) is likely too small for "
                   "this table: use a larger epsilon, more rows or fewer features (for example fewer one-hot "
                   "levels).")

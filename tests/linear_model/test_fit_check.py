@@ -16,7 +16,13 @@ import scipy.sparse as sp
 
 from skdp import BudgetAccountant, DPHeavyTailRegressor, LowBudgetWarning, PrivacyLeakWarning
 from skdp.accounting import GaussianRelease
-from skdp.linear_model._fit_check import FALLBACK_SIGMAS, RESIDUAL_CLIP, private_fit_check
+from skdp.linear_model._fit_check import (
+    FALLBACK_SIGMAS,
+    RESIDUAL_CLIP,
+    STARVED_KEEP_SIGMAS,
+    FitCheck,
+    private_fit_check,
+)
 from skdp.solvers import Capabilities, Solver, SolverResult
 from privacy_harness import record_releases
 
@@ -112,3 +118,25 @@ def test_a_default_fit_at_a_fair_budget_passes_its_check():
         warnings.simplefilter("error", LowBudgetWarning)
         model = DPHeavyTailRegressor(epsilon=1.0, accountant=BudgetAccountant(), random_state=0).fit(X, y)
     assert model.fit_check_["improvement"] > 1.0 and not model.fit_check_["fallback"]
+
+
+def test_on_a_starved_budget_the_model_must_prove_itself():
+    # A starved plan (quantiles short of epsilon * n = 40 each) keeps a model only when the released
+    # improvement is above STARVED_KEEP_SIGMAS noise sds; the rule is post-processing of the release.
+    good = dict(improvement=0.5, noise_std=0.4, event=None)
+    assert not FitCheck(**good).fallback  # a fair plan keeps a model that looks better than the constant
+    assert FitCheck(**good, starved=True).fallback and FitCheck(**good, starved=True).doubtful
+    clear = dict(improvement=(STARVED_KEEP_SIGMAS + 0.1) * 0.4, noise_std=0.4, event=None)
+    assert not FitCheck(**clear, starved=True).fallback
+    assert not FitCheck(improvement=-3.0, noise_std=0.0, event=None, starved=True).fallback  # no noise
+
+
+def test_a_starved_fit_returns_the_constant_unless_confidently_better():
+    X, y = _data(300)
+    with pytest.warns(LowBudgetWarning, match="constant is returned unless"):
+        model = DPHeavyTailRegressor(epsilon=0.2, accountant=BudgetAccountant(), random_state=0).fit(X, y)
+    check = model.fit_check_
+    assert check["starved"]
+    assert check["fallback"] == (not check["improvement"] > STARVED_KEEP_SIGMAS * check["noise_std"])
+    if check["fallback"]:
+        assert np.all(model.coef_ == 0.0) and model.intercept_ == model.scaling_["target_center"]
