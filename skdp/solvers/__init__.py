@@ -19,6 +19,7 @@ One subpackage per family of papers: :mod:`~skdp.solvers.heavy_tail`.
 from ._contract import (
     Capabilities,
     ProblemSpec,
+    ScheduledSolver,
     Solver,
     SolverBudget,
     SolverOptions,
@@ -41,7 +42,7 @@ from .heavy_tail import (
 from .moments import MomentBounds
 from .problem import GLMProblem
 
-__all__ = ["Capabilities", "ProblemSpec", "Solver", "SolverBudget", "SolverOptions", "SolverResult",
+__all__ = ["Capabilities", "ProblemSpec", "Solver", "ScheduledSolver", "SolverBudget", "SolverOptions", "SolverResult",
            "get_solver", "register_solver", "solver_names", "MomentBounds", "GLMProblem",
            "ClippedGD", "Localized", "KnownLipschitz", "SVTSGD", "OnePassGLM", "LocalizedSubgradient",
            "Accelerated", "AveragedSGD", "ProximalSGD"]

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["Capabilities", "ProblemSpec", "SolverBudget", "SolverOptions", "SolverResult", "Solver",
-           "register_solver", "get_solver", "solver_names"]
+           "ScheduledSolver", "register_solver", "get_solver", "solver_names"]
 
 
 @dataclass(frozen=True)
@@ -262,6 +262,21 @@ class Solver:
     def run(self, spec, problem, budget, rng):
         """Solve ``problem`` (a :class:`~skdp.solvers.GLMProblem` matching ``spec``)."""
         raise NotImplementedError
+
+
+class ScheduledSolver(Solver):
+    """A solver with a paper-exact schedule (``schedule="theory"``) and a practical one.
+
+    Subclasses hold a ``schedule`` field and implement ``_run_theory(problem, mu,
+    rng)`` (the paper's constants, Gaussian budget only) and
+    ``_run_practical(problem, budget, rng)``; both release what :meth:`plan`
+    planned for that schedule.
+    """
+
+    def run(self, spec, problem, budget, rng):
+        if self.schedule == "theory":
+            return self._run_theory(problem, budget.mu, rng)
+        return self._run_practical(problem, budget, rng)
 
 
 _REGISTRY = {}

@@ -114,7 +114,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
-from .._contract import Capabilities, Solver, SolverResult, register_solver
+from .._contract import Capabilities, ScheduledSolver, SolverResult, register_solver
 from ..clip_threshold import CLIP_RANGE, private_clip
 from ..descent import noisy_clipped_descent, step_noise_std
 from ..geometry import project_two_balls
@@ -136,7 +136,7 @@ _USEFUL_CONSTANT = 35.0
 
 @register_solver
 @dataclass(frozen=True)
-class KnownLipschitz(Solver):
+class KnownLipschitz(ScheduledSolver):
     """Algorithm 4 of Asi, Liu and Tian with a uniformly-Lipschitz DP solver (see module docstring).
 
     Parameters
@@ -228,11 +228,6 @@ class KnownLipschitz(Solver):
                 f"noise grows like p^1.5 / (n mu); it needs n * mu >= {_USEFUL_CONSTANT:g} * p^1.5 = "
                 f"{need:.0f}, here n * mu = {spec.n_samples * mu:.0f} (mu = {mu:.3g}, the Gaussian-DP budget "
                 "of the solver)")
-
-    def run(self, spec, problem, budget, rng):
-        if self.schedule == "theory":
-            return self._run_theory(problem, budget.mu, rng)
-        return self._run_practical(problem, budget, rng)
 
     # -- practical ------------------------------------------------------------------------------
     def _run_practical(self, problem, budget, rng):

@@ -87,7 +87,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
-from .._contract import Capabilities, Solver, SolverResult, register_solver
+from .._contract import Capabilities, ScheduledSolver, SolverResult, register_solver
 from ..clip_threshold import private_clip
 from ..descent import noisy_clipped_descent, step_noise_std
 from ..geometry import aggregate_points, project_ball, project_two_balls
@@ -146,7 +146,7 @@ def practical_block(problem, center, lam, clip, n_steps, eta0, mu, rng):
 
 @register_solver
 @dataclass(frozen=True)
-class Localized(Solver):
+class Localized(ScheduledSolver):
     """Population localization over clipped DP-SGD subproblems (see module docstring).
 
     Parameters
@@ -248,11 +248,6 @@ class Localized(Solver):
         if J * sum(sizes) > n or min(sizes) < 1:
             raise ValueError(f"'localized' needs more rows: {J} portions x {sum(sizes)} rows > n = {n}.")
         return J, I, sizes
-
-    def run(self, spec, problem, budget, rng):
-        if self.schedule == "theory":
-            return self._run_theory(problem, budget.mu, rng)
-        return self._run_practical(problem, budget, rng)
 
     def _run_practical(self, problem, budget, rng):
         """The practical schedule (module docstring): the same blocks and releases, other constants."""

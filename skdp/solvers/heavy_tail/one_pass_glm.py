@@ -103,7 +103,7 @@ import numpy as np
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Sequential
 from ...losses import HuberLoss, SquaredLoss
 from ...mechanisms import gaussian_mechanism
-from .._contract import Capabilities, Solver, SolverResult, register_solver
+from .._contract import Capabilities, ScheduledSolver, SolverResult, register_solver
 from ..clip_threshold import private_clip
 from ..descent import noise_std
 from ..geometry import project_ball
@@ -182,7 +182,7 @@ def clipped_sgd_pass(problem, rows, start, eta, clip, average_from=0):
 
 @register_solver
 @dataclass(frozen=True)
-class OnePassGLM(Solver):
+class OnePassGLM(ScheduledSolver):
     """Algorithm 8 of Asi, Liu and Tian (see module docstring).
 
     Parameters
@@ -282,11 +282,6 @@ class OnePassGLM(Solver):
         else:
             first = min(_TIME_MAX, max(_TIME_MIN, _TIME_SLOPE * math.log(max(m, 1e-300)) - _TIME_OFFSET))
         return [first / 2.0**i for i in range(n_phases)]
-
-    def run(self, spec, problem, budget, rng):
-        if self.schedule == "theory":
-            return self._run_theory(problem, budget.mu, rng)
-        return self._run_practical(problem, budget, rng)
 
     def _run_practical(self, problem, budget, rng):
         mu = budget.mu
