@@ -164,7 +164,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         intercept; in target variances, residuals clipped at
         two target scales), its noise standard deviation, and whether the
         model was replaced by that constant (``fallback``: the release was
-        more than one noise standard deviation below 0).
+        more than one noise standard deviation below 0, or, when the budget
+        plan was ``starved``, not more than two above 0).
     privacy_spent_ : PrivacySpent
     privacy_event_ : PrivacyEvent
     n_features_in_ : int
