@@ -41,7 +41,6 @@ import sys
 import time
 import warnings
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "tests"))  # real_tables.py: one source for tests and benchmark
 import real_tables  # noqa: E402
+from _runner import append_results, finished  # noqa: E402
 from tasks import contaminated  # noqa: E402
 
 from skdp import BudgetAccountant, DPHeavyTailRegressor  # noqa: E402
@@ -136,7 +136,6 @@ def run_cell(cell):
 
 def run(args):
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     seeds = range(1) if args.quick else range(args.seeds)
     if args.tables:
         tables = args.tables.split(",")
@@ -148,22 +147,10 @@ def run(args):
     epsilons = [math.inf, 1.0] if args.quick else EPSILONS
     cells = [(t, n, s, epsilons) for t in tables for n in table_sizes for s in seeds]
     cells += [(t, n, s, epsilons) for t in tasks if t for n in task_sizes for s in seeds]
-    done = set()
-    if out.exists():
-        with out.open() as f:
-            done = {(r["table"], int(r["n"]), int(r["seed"])) for r in csv.DictReader(f)}
+    done = finished(out, lambda r: (r["table"], int(r["n"]), int(r["seed"])))
     todo = [c for c in cells if c[:3] not in done]
     todo.sort(key=lambda c: -c[1])  # the largest cells first: fewer idle workers at the end
-    new_file = not out.exists()
-    with out.open("a", newline="") as f, ProcessPoolExecutor(max_workers=args.workers) as pool:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new_file:
-            writer.writeheader()
-        for i, rows in enumerate(pool.map(run_cell, todo, chunksize=1)):
-            writer.writerows(rows)
-            f.flush()
-            first = rows[0]
-            print(f"[{i + 1}/{len(todo)}] {first['table']} n={first['n']} seed={first['seed']}", flush=True)
+    append_results(out, FIELDS, run_cell, todo, args.workers, lambda r: f"{r['table']} n={r['n']} seed={r['seed']}")
 
 
 # -- summary ----------------------------------------------------------------------------------

@@ -25,12 +25,10 @@ are skipped when the run is resumed.
 """
 
 import argparse
-import csv
 import os
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +36,7 @@ from sklearn.linear_model import HuberRegressor, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).parent))
 from baselines import SSP, TextbookDPGD  # noqa: E402
+from _runner import append_results, finished  # noqa: E402
 from tasks import contaminated, diabetes  # noqa: E402
 
 from skdp import BudgetAccountant, DPHeavyTailRegressor  # noqa: E402
@@ -133,27 +132,14 @@ def main():
     for y_scale in (1.0, 1000.0):
         cells += [("contaminated", 100000, y_scale, s, epsilons, large_methods) for s in large_seeds]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if out.exists():
-        with out.open() as f:
-            for row in csv.DictReader(f):
-                done.add((row["task"], int(row["n"]), float(row["y_scale"]), int(row["seed"])))
+    done = finished(out, lambda r: (r["task"], int(r["n"]), float(r["y_scale"]), int(r["seed"])))
     todo = [c for c in cells if (c[0], c[1], c[2], c[3]) not in done]
     # The n = 100000 cells (minutes each: the one-pass solvers step through the rows
     # in Python) come last and seed by seed, so an interrupted run still has
     # complete seeds for every cell; a resumed run continues where it stopped.
     todo.sort(key=lambda c: (c[1] >= 100000, c[3] if c[1] >= 100000 else 0, -c[1]))
-    new_file = not out.exists()
-    with out.open("a", newline="") as f, ProcessPoolExecutor(max_workers=args.workers) as pool:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new_file:
-            writer.writeheader()
-        for i, rows in enumerate(pool.map(run_cell, todo, chunksize=1)):
-            writer.writerows(rows)
-            f.flush()
-            print(f"[{i + 1}/{len(todo)}] {rows[0]['task']} n={rows[0]['n']} y_scale={rows[0]['y_scale']} "
-                  f"seed={rows[0]['seed']}", flush=True)
+    append_results(out, FIELDS, run_cell, todo, args.workers,
+                   lambda r: f"{r['task']} n={r['n']} y_scale={r['y_scale']} seed={r['seed']}")
 
 
 if __name__ == "__main__":

@@ -17,17 +17,16 @@ Usage::
 """
 
 import argparse
-import csv
 import os
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _runner import append_results, finished  # noqa: E402
 from tasks import contaminated  # noqa: E402
 
 from skdp import BudgetAccountant, DPHeavyTailRegressor  # noqa: E402
@@ -123,21 +122,9 @@ def main():
         seeds = args.large_seeds if n >= LARGE else args.seeds
         cells += [(n, s, epsilons, methods) for s in range(seeds)]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if out.exists():
-        with out.open() as f:
-            done = {(int(r["n"]), int(r["seed"])) for r in csv.DictReader(f)}
+    done = finished(out, lambda r: (int(r["n"]), int(r["seed"])))
     todo = [c for c in cells if (c[0], c[1]) not in done]
-    new_file = not out.exists()
-    with out.open("a", newline="") as f, ProcessPoolExecutor(max_workers=args.workers) as pool:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new_file:
-            writer.writeheader()
-        for i, rows in enumerate(pool.map(run_cell, todo, chunksize=1)):
-            writer.writerows(rows)
-            f.flush()
-            print(f"[{i + 1}/{len(todo)}] n={rows[0]['n']} seed={rows[0]['seed']}", flush=True)
+    append_results(out, FIELDS, run_cell, todo, args.workers, lambda r: f"n={r['n']} seed={r['seed']}")
 
 
 if __name__ == "__main__":

@@ -21,13 +21,13 @@ import sys
 import time
 import warnings
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 from sklearn.linear_model import ElasticNet, Lasso
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _runner import append_results, finished  # noqa: E402
 from tasks import sparse  # noqa: E402
 
 from skdp import BudgetAccountant, DPHeavyTailRegressor  # noqa: E402
@@ -82,20 +82,9 @@ def run_cell(cell):
 def run(args):
     out = RESULTS / "sparse_raw.csv"
     methods = METHODS if args.methods == "all" else args.methods.split(",")
-    done = set()
-    if out.exists():
-        with out.open() as f:
-            done = {(int(r["n"]), int(r["seed"]), r["method"]) for r in csv.DictReader(f)}
+    done = finished(out, lambda r: (int(r["n"]), int(r["seed"]), r["method"]))
     todo = [(n, s, methods) for s in range(args.seeds) for n in (20000, 2000) if (n, s, methods[-1]) not in done]
-    new_file = not out.exists()
-    with out.open("a", newline="") as f, ProcessPoolExecutor(max_workers=args.workers) as pool:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new_file:
-            writer.writeheader()
-        for i, rows in enumerate(pool.map(run_cell, todo, chunksize=1)):
-            writer.writerows(rows)
-            f.flush()
-            print(f"[{i + 1}/{len(todo)}] n={rows[0]['n']} seed={rows[0]['seed']}", flush=True)
+    append_results(out, FIELDS, run_cell, todo, args.workers, lambda r: f"n={r['n']} seed={r['seed']}")
 
 
 def summarize():
