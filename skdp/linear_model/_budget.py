@@ -30,7 +30,7 @@ from ..solvers import SolverBudget
 from ._fit_check import CHECK_SHARE, fit_check_event
 from ._standardise import WHITENED_MODES, PrivateStandardiser
 
-__all__ = ["BudgetPlan", "plan_budget"]
+__all__ = ["BudgetPlan", "plan_budget", "plan_pure_budget"]
 
 # epsilon x rows for reliable private medians (failure probability ~ e^(-eps n / 4)).
 MIN_QUANTILE_EPS_TIMES_N = 80.0
@@ -106,7 +106,7 @@ def quantile_epsilon(n_samples, n_quantiles, rho_total, scaling_share="auto",
 
 
 def choose_scaling(scaling, n_samples, n_features, fit_intercept, solver_quantiles, rho_total,
-                   scaling_share="auto", cap=MAX_SCALING_SHARE, modes=None):
+                   scaling_share="auto", cap=MAX_SCALING_SHARE, modes=None, scale_target=True):
     """The standardisation mode and the epsilon of every private quantile (public rule).
 
     With ``scaling="auto"`` the first of robust, pooled, target whose quantiles
@@ -117,7 +117,7 @@ def choose_scaling(scaling, n_samples, n_features, fit_intercept, solver_quantil
     """
     def eps_for(mode):
         need = 0.0 if mode == "none" else MIN_QUANTILE_EPS_TIMES_N
-        count = PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept) + solver_quantiles
+        count = PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept, scale_target) + solver_quantiles
         return quantile_epsilon(n_samples, count, rho_total, scaling_share, need, cap)
 
     if scaling != "auto":
@@ -144,11 +144,11 @@ def whitened_quantile_epsilon(n_samples, n_quantiles, rho_total):
                math.sqrt(8.0 * WHITENED_SHARE_CAP * rho_total / n_quantiles))
 
 
-def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quantiles, rho_total):
+def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quantiles, rho_total, scale_target=True):
     """The whitened mode the budget funds (``epsilon * n >= 100`` per quantile) and its epsilon, or None."""
     candidates = WHITENED_MODES if scaling == "auto" else (scaling,)
     for mode in candidates:
-        count = PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept) + solver_quantiles
+        count = PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept, scale_target) + solver_quantiles
         eps_q = whitened_quantile_epsilon(n_samples, count, rho_total)
         if scaling != "auto" or eps_q * n_samples >= WHITENED_MIN_EPS_TIMES_N:
             return mode, eps_q
@@ -156,7 +156,8 @@ def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quanti
 
 
 def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
-                scaling_share="auto", schedule="practical", adapt_solver=True, stacklevel=3):
+                scaling_share="auto", schedule="practical", adapt_solver=True, stacklevel=3, scale_target=True,
+                fit_check=True):
     """The :class:`BudgetPlan` of a fit, from public inputs only.
 
     The whitened modes (:mod:`~skdp.linear_model._standardise`) are used when
@@ -195,16 +196,18 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     spec = make_spec("robust" if modes else "none")
     if modes is None and scaling_share == "auto" and (scaling == "auto" or scaling in WHITENED_MODES):
         whitened_solver = solver.for_whitened_rows() if adapt_solver else solver
-        chosen = choose_whitened(scaling, n, d, fit_intercept, whitened_solver.n_quantiles(spec), rho_total)
+        chosen = choose_whitened(scaling, n, d, fit_intercept, whitened_solver.n_quantiles(spec), rho_total,
+                                 scale_target)
         if chosen is not None:
-            return _plan_whitened(epsilon, delta, n, d, fit_intercept, whitened_solver, make_spec, *chosen)
+            return _plan_whitened(epsilon, delta, n, d, fit_intercept, whitened_solver, make_spec, *chosen,
+                                  scale_target=scale_target, fit_check=fit_check)
     if scaling in WHITENED_MODES:
         raise ValueError(f"scaling={scaling!r} needs scaling_share='auto' and a solver schedule without a "
                          "public smoothness bound.")
 
     def tier(solver, cap=MAX_SCALING_SHARE, modes=modes):
         return choose_scaling(scaling, n, d, fit_intercept, solver.n_quantiles(spec), rho_total,
-                              scaling_share, cap, modes)
+                              scaling_share, cap, modes, scale_target)
 
     mode, eps_q = tier(solver)
     if scaling_share == "auto" and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
@@ -224,16 +227,15 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         mode, eps_q = tier(solver, MINIMAL_SCALING_SHARE, ("minimal",))
     starved = mode != "none" and eps_q * n < STARVED_EPS_TIMES_N
     if starved:
-        warnings.warn(
-            f"With epsilon={epsilon:g} and {n} rows (epsilon * n_samples = {epsilon * n:.0f}) the private "
-            f"quantiles that locate and scale the data get epsilon * n = {eps_q * n:.0f} each; below about "
-            f"{STARVED_EPS_TIMES_N:.0f} they are unreliable and the fit is likely worse than predicting the "
-            "mean, possibly far worse, so the constant is returned unless the private fit check finds the "
-            "model clearly better. Standardise X and y with public knowledge and use scaling='none', or "
-            "use a larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
+        _warn_starved(epsilon, n, eps_q, fit_check, stacklevel + 1)
     spec = make_spec(mode)
-    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept)
+    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target)
     pre_event = standardiser.planned_event(d)
+    check_ratio = _CHECK_RATIO if fit_check else 0.0
+
+    def with_check(events, check_mu):
+        return Sequential(events + ([fit_check_event(check_mu)] if fit_check else []))
+
     if non_private:
         mu = math.inf
     else:
@@ -242,19 +244,90 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         guess = 1.0 / max(dp_to_gdp(epsilon, delta), 1e-12)
 
         def planned(s):
-            return Sequential([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q)),
-                               fit_check_event(_CHECK_RATIO / s)])
+            return with_check([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q))], check_ratio / s)
 
         scale = calibrate_scale(planned, epsilon * (1.0 - 1e-10), delta, initial=guess, rtol=1e-7)
         mu = 1.0 / scale
     budget = SolverBudget(mu, eps_q)
     solver.check_budget(spec, budget)
-    check_mu = _CHECK_RATIO * mu
-    event = Sequential([pre_event, solver.plan(spec, budget), fit_check_event(check_mu)])
+    check_mu = check_ratio * mu
+    event = with_check([pre_event, solver.plan(spec, budget)], check_mu)
     return BudgetPlan(standardiser, solver, spec, budget, event, check_mu, starved)
 
 
-def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode, eps_q):
+def _warn_starved(epsilon, n, eps_q, fit_check, stacklevel):
+    consequence = ("the fit is likely worse than predicting the mean, possibly far worse, so the constant is "
+                   "returned unless the private fit check finds the model clearly better" if fit_check else
+                   "the model is likely poor")
+    warnings.warn(
+        f"With epsilon={epsilon:g} and {n} rows (epsilon * n_samples = {epsilon * n:.0f}) the private "
+        f"quantiles that locate and scale the data get epsilon * n = {eps_q * n:.0f} each; below about "
+        f"{STARVED_EPS_TIMES_N:.0f} they are unreliable and {consequence}. Standardise the data with public "
+        "knowledge and use scaling='none', or use a larger epsilon.", LowBudgetWarning, stacklevel=stacklevel)
+
+
+PURE_MODES = ("robust", "pooled", "none")
+
+
+def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
+                     scaling_share="auto", scale_target=True, stacklevel=3):
+    """The :class:`BudgetPlan` of a pure epsilon-DP fit (``delta = 0``), from public inputs only.
+
+    Only pure mechanisms are used: the exponential-mechanism quantiles of the
+    column-wise modes (robust, pooled, none; the whitened modes release a
+    Gaussian second-moment matrix) and the solver's Laplace-type releases.
+    They compose by basic composition: the quantiles get
+    ``epsilon * n >= 80`` each within 25% of ``epsilon`` (robust, else
+    pooled; 40% when even pooled is short) and the solver gets the rest,
+    ``SolverBudget.pure_epsilon``. There is no fit check.
+    """
+    n, d = n_samples, n_features
+    if not solver.capabilities.pure_dp:
+        raise ValueError(f"algorithm={solver.name!r} has no pure-DP version (delta=0); use delta > 0.")
+    if scaling != "auto" and scaling not in PURE_MODES:
+        raise ValueError(f"With delta=0 (pure DP) scaling must be 'auto' or one of {PURE_MODES}: the other "
+                         f"modes release a Gaussian second-moment matrix. Got scaling={scaling!r}.")
+    spec = make_spec("none")
+
+    def eps_for(mode, cap):
+        count = PrivateStandardiser.n_quantiles(mode, d, fit_intercept, scale_target) + solver.n_quantiles(spec)
+        if count == 0 or math.isinf(epsilon):
+            return count, math.inf
+        if scaling_share == "auto":
+            share = min(cap, max(count * MIN_QUANTILE_EPS_TIMES_N / (n * epsilon), 0.02))
+        else:
+            share = float(scaling_share)
+        return count, share * epsilon / count
+
+    if scaling != "auto":
+        mode = scaling
+        count, eps_q = eps_for(mode, MAX_SCALING_SHARE)
+    else:
+        for mode in _AUTO_TIERS:
+            count, eps_q = eps_for(mode, MAX_SCALING_SHARE)
+            if eps_q * n >= MIN_QUANTILE_EPS_TIMES_N:
+                break
+        else:
+            count, eps_q = eps_for(mode, STARVED_SCALING_SHARE)
+    starved = mode != "none" and eps_q * n < STARVED_EPS_TIMES_N
+    if starved:
+        _warn_starved(epsilon, n, eps_q, False, stacklevel + 1)
+    spec = make_spec(mode)
+    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target)
+    pre_event = standardiser.planned_event(d)
+    if math.isinf(epsilon):
+        solver_epsilon = math.inf
+    else:
+        # The solver gets what the quantiles leave, less a relative margin for rounding.
+        solver_epsilon = (epsilon - (count * eps_q if math.isfinite(eps_q) else 0.0)) * (1.0 - 1e-10)
+    budget = SolverBudget(0.0, eps_q, pure_epsilon=solver_epsilon)
+    solver.check_budget(spec, budget)
+    event = Sequential([pre_event, solver.plan(spec, budget)])
+    return BudgetPlan(standardiser, solver, spec, budget, event, 0.0, starved)
+
+
+def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode, eps_q, *, scale_target=True,
+                   fit_check=True):
     """The plan of a whitened mode: one Gaussian budget ``mu`` shared by standardisation and solver."""
     spec = make_spec(mode)
     full = not spec.l1 and (not spec.ridge or solver.capabilities.matrix_penalty)
@@ -263,17 +336,19 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
 
     def standardiser(mu, bound_multiplier=1.0):
         return PrivateStandardiser(mode, eps_q, fit_intercept, mu=mu, bound_multiplier=bound_multiplier,
-                                   full_whitening=full, magnitude_check=check)
+                                   full_whitening=full, magnitude_check=check, scale_target=scale_target)
 
     share = standardiser(1.0).gaussian_share()
+    check_share = CHECK_SHARE if fit_check else 0.0
+    solver_fraction = math.sqrt(1.0 - share - check_share)
+    check_fraction = math.sqrt(check_share)
 
-    solver_fraction = math.sqrt(1.0 - share - CHECK_SHARE)
-    check_fraction = math.sqrt(CHECK_SHARE)
+    def with_check(events, check_mu):
+        return Sequential(events + ([fit_check_event(check_mu)] if fit_check else []))
 
     def planned(mu):
-        return Sequential([standardiser(mu).planned_event(d),
-                           solver.plan(spec, SolverBudget(solver_fraction * mu, eps_q)),
-                           fit_check_event(check_fraction * mu)])
+        return with_check([standardiser(mu).planned_event(d),
+                           solver.plan(spec, SolverBudget(solver_fraction * mu, eps_q))], check_fraction * mu)
 
     if math.isinf(epsilon):
         mu = math.inf
@@ -288,5 +363,5 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
     bound_multiplier = max(1.0, (nu / ROW_BOUND_NU0) ** 0.25) if math.isfinite(nu) else math.inf
     final = standardiser(mu, bound_multiplier)
     check_mu = check_fraction * mu
-    event = Sequential([final.planned_event(d), solver.plan(spec, budget), fit_check_event(check_mu)])
+    event = with_check([final.planned_event(d), solver.plan(spec, budget)], check_mu)
     return BudgetPlan(final, solver, spec, budget, event, check_mu)

@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import DPEstimatorMixin
 from ..accounting import LowBudgetWarning, PrivacyLeakWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver
-from ._budget import plan_budget
+from ._budget import plan_budget, plan_pure_budget
 from ._fit_check import private_fit_check
 from ._standardise import COEF_RADIUS, WHITENED_MODES
 
@@ -51,6 +51,9 @@ class PrivateLinearModel(DPEstimatorMixin):
     """
 
     _solver_family = None
+    # Whether y is a numeric target to standardise, and whether the regression fit check runs.
+    _scales_target = True
+    _has_fit_check = True
 
     # -- hooks ---------------------------------------------------------------------------------
     def _check_parameters(self):
@@ -148,13 +151,7 @@ class PrivateLinearModel(DPEstimatorMixin):
                 f"about 1 / (10 n_samples) = {0.1 / n:.3g}.", PrivacyLeakWarning, stacklevel=3)
         solver = requested if requested is not None else self._configured(self._choose_algorithm(n, d))
         solver.check(self._problem_spec(solver, n, d, "none"))
-        plan = plan_budget(epsilon=float(self.epsilon), delta=float(self.delta), n_samples=n, n_features=d,
-                           fit_intercept=self.fit_intercept, solver=solver,
-                           make_spec=lambda mode: self._problem_spec(solver, n, d, mode),
-                           scaling=getattr(self, "scaling", "auto"),
-                           scaling_share=getattr(self, "scaling_share", "auto"),
-                           schedule=getattr(self, "schedule", "practical"),
-                           adapt_solver=not isinstance(self.algorithm, Solver), stacklevel=4)
+        plan = self._plan(solver, n, d)
         if plan.solver is not solver:
             plan.solver.check(plan.spec)  # a variant chosen by the plan is checked too, before any spend
         self._warn_if_predicted_poor(plan, n, d)
@@ -163,24 +160,48 @@ class PrivateLinearModel(DPEstimatorMixin):
             scaling, scaling_event = plan.standardiser.fit(X, y, rng)
             problem = self._build_problem(scaling, X, y, plan.solver)
             result = plan.solver.run(plan.spec, problem, plan.budget, rng)
-            coef, intercept = scaling.unscale(result.coef)
-            check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling),
-                                      scaling.target_scale, plan.check_mu, rng, starved=plan.starved)
-            event = Sequential([scaling_event, result.event, check.event])
-            return event, (result, scaling, coef, intercept, check)
+            coef, intercept = self._unscale(scaling, result.coef)
+            events = [scaling_event, result.event]
+            check = None
+            if self._has_fit_check:
+                check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling),
+                                          scaling.target_scale, plan.check_mu, rng, starved=plan.starved)
+                events.append(check.event)
+            return Sequential(events), (result, scaling, coef, intercept, check)
 
         result, scaling, coef, intercept, check = self._run_private(plan.event, private_fit)
-        if check.doubtful:
+        if check is not None and check.doubtful:
             coef, intercept = self._after_failed_check(check, scaling, coef, intercept, n, d)
         # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
         self.coef_ = coef.astype(X.dtype, copy=False)
-        self.intercept_ = X.dtype.type(intercept) if X.dtype == np.float32 else float(intercept)
+        self.intercept_ = (np.asarray(intercept, dtype=X.dtype) if np.ndim(intercept)
+                           else X.dtype.type(intercept) if X.dtype == np.float32 else float(intercept))
         self.algorithm_ = plan.solver.name
         self.schedule_ = result.schedule
         self.n_iter_ = int(result.schedule.get("n_steps", 0))
         self.scaling_ = scaling.as_dict()
-        self.fit_check_ = check.as_dict()
+        if check is not None:
+            self.fit_check_ = check.as_dict()
         return self
+
+    def _plan(self, solver, n, d):
+        """The budget plan (public inputs only): pure DP when ``delta = 0``, else the Gaussian plan."""
+        common = dict(epsilon=float(self.epsilon), n_samples=n, n_features=d, fit_intercept=self.fit_intercept,
+                      solver=solver, make_spec=lambda mode: self._problem_spec(solver, n, d, mode),
+                      scaling=getattr(self, "scaling", "auto"), scaling_share=getattr(self, "scaling_share", "auto"),
+                      scale_target=self._scales_target)
+        if float(self.delta) == 0.0:
+            return plan_pure_budget(**common, stacklevel=5)
+        return plan_budget(**common, delta=float(self.delta), schedule=getattr(self, "schedule", "practical"),
+                           adapt_solver=not isinstance(self.algorithm, Solver), stacklevel=5,
+                           fit_check=self._has_fit_check)
+
+    def _unscale(self, scaling, coef):
+        """Solver coefficients (a vector, or one row per output) in the original units."""
+        if np.ndim(coef) == 1:
+            return scaling.unscale(coef)
+        pairs = [scaling.unscale(row) for row in coef]
+        return np.array([c for c, _ in pairs]), np.array([b for _, b in pairs])
 
     def _constant_prediction(self, scaling):
         """The constant the fit check compares against: the released target centre (0 without intercept)."""
@@ -235,10 +256,14 @@ class PrivateLinearModel(DPEstimatorMixin):
         return self._configured(algorithm)
 
     def _configured(self, name):
-        cls = get_solver(name)
+        cls = get_solver(name, self._solver_family)
         if cls.unavailable:
             raise ValueError(cls.unavailable)
         return cls.from_options(self._solver_options())
+
+    def _n_outputs(self):
+        """Rows of the coefficient matrix (1 except for multiclass models)."""
+        return 1
 
     def _problem_spec(self, solver, n, d, mode):
         """The public problem specification under a scaling mode."""
@@ -250,7 +275,8 @@ class PrivateLinearModel(DPEstimatorMixin):
                            intercept=bool(self.fit_intercept), l1=self._has_l1(), ridge=self._has_ridge(),
                            schedule=getattr(self, "schedule", "practical"),
                            public_smoothness=public_smoothness,
-                           radius=COEF_RADIUS if mode in ("robust", "none", *WHITENED_MODES) else None)
+                           radius=COEF_RADIUS if mode in ("robust", "none", *WHITENED_MODES) else None,
+                           n_outputs=self._n_outputs())
 
     def _public_smoothness(self, loss, mode, n_features):
         """Uniform per-row smoothness of the standardised problem, from public inputs only.

@@ -295,10 +295,14 @@ class PrivateStandardiser:
     magnitude_check : bool, default=False
         Whether the whitened modes run the magnitude check (public rule:
         :meth:`magnitude_check_useful`).
+    scale_target : bool, default=True
+        Whether ``y`` is a numeric target to centre and scale. A classifier's
+        labels are not: then nothing about ``y`` is released and the target
+        centre and scale are 0 and 1.
     """
 
     def __init__(self, mode, quantile_epsilon, fit_intercept=True, *, mu=math.inf, bound_multiplier=1.0,
-                 full_whitening=True, magnitude_check=False):
+                 full_whitening=True, magnitude_check=False, scale_target=True):
         if mode not in MODES:
             raise ValueError(f"Unknown scaling mode {mode!r}; choose one of {MODES}.")
         self.mode = mode
@@ -308,18 +312,20 @@ class PrivateStandardiser:
         self.bound_multiplier = float(bound_multiplier)
         self.full_whitening = bool(full_whitening)
         self.magnitude_check = bool(magnitude_check) and mode in WHITENED_MODES
+        self.scale_target = bool(scale_target)
 
     # -- public rules ------------------------------------------------------------------------
     @staticmethod
-    def n_quantiles(mode, n_features, fit_intercept):
+    def n_quantiles(mode, n_features, fit_intercept, scale_target=True):
         """Number of quantiles a mode releases (public)."""
         if mode in WHITENED_MODES:
             stages = _STAGES[mode] if fit_intercept else 1
             # X's statistics, y's (4 with an intercept, else a scale), the two row-norm medians.
-            return stages * n_features + (4 if fit_intercept else 1) + 2
+            return stages * n_features + ((4 if fit_intercept else 1) if scale_target else 0) + 2
         per_col = 3 if fit_intercept else 1
-        return {"robust": per_col * (n_features + 1), "pooled": 2 + per_col, "target": 1 + per_col,
-                "minimal": 1 + (2 if fit_intercept else 1), "none": 0}[mode]
+        target = per_col if scale_target else 0
+        return {"robust": per_col * n_features + target, "pooled": 2 + target, "target": 1 + target,
+                "minimal": 1 + ((2 if fit_intercept else 1) if scale_target else 0), "none": 0}[mode]
 
     @staticmethod
     def magnitude_check_useful(n_samples, n_features, mu_over_estimate):
@@ -340,7 +346,8 @@ class PrivateStandardiser:
         if mode in WHITENED_MODES:
             stages = _STAGES[mode] if center else 1
             steps.append(("feature_statistics", column_statistics_event(n_features, eps, stages)))
-            steps.append(("target_statistics", column_statistics_event(1, eps, 4 if center else 1)))
+            if self.scale_target:
+                steps.append(("target_statistics", column_statistics_event(1, eps, 4 if center else 1)))
             if self.magnitude_check:
                 steps.append(("magnitude_check", GaussianRelease(1.0, self._std(MAGNITUDE_SHARE))))
             steps.append(("second_moment_bound", ExponentialMechanismRelease(eps)))
@@ -351,12 +358,12 @@ class PrivateStandardiser:
             steps.append(("features", robust_scaling_event(n_features, eps, center)))
         elif mode in ("pooled", "minimal"):
             steps.append(("features", pooled_scaling_event(eps)))
-        if mode == "minimal":
+        if mode == "minimal" and self.scale_target:
             # Two quantiles for y (a signed-log centre, then a scale): any offset is found
             # to about 1e-3 of itself, so that a fit that falls back to the constant
             # (the fit check) predicts the centre of y, not 0.
             steps.append(("target", column_statistics_event(1, eps, 2 if center else 1)))
-        elif mode != "none":
+        elif mode != "none" and self.scale_target:
             steps.append(("target", robust_scaling_event(1, eps, center)))
         if mode in ("pooled", "target"):
             steps.append(("row_bound", ExponentialMechanismRelease(eps)))
@@ -429,7 +436,8 @@ class PrivateStandardiser:
         bound_multiple = _BOUND_MULTIPLE * self.bound_multiplier
         y = np.clip(np.asarray(y, dtype=float), -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
         released = []
-        cx = sx = cy = sy = whitening = None
+        cx = sx = whitening = None
+        cy, sy = (None, None) if self.scale_target else (0.0, 1.0)
         gram_bound = row_bound = math.inf
         for name, planned in self._steps(d):
             if name == "feature_statistics":

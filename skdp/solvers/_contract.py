@@ -67,6 +67,9 @@ class Capabilities:
     implicit_design : bool
         It only multiplies the rows by vectors and takes row subsets, so a
         sparse design may stay implicit (:class:`~skdp.solvers.design.LinearDesign`).
+    pure_dp : bool
+        It can run on a pure epsilon-DP budget (``SolverBudget.pure_epsilon``),
+        with Laplace-type noise.
     """
 
     l1: bool = False
@@ -77,6 +80,7 @@ class Capabilities:
     unbounded_rows: bool = False
     matrix_penalty: bool = False
     implicit_design: bool = False
+    pure_dp: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ class ProblemSpec:
         preprocessing makes one public; theory schedules of some solvers need it.
     radius : float or None
         The radius of the coefficient ball when it is public.
+    n_outputs : int
+        Number of rows of the coefficient matrix (1 for regression and binary
+        classification; the number of classes for multiclass models).
     """
 
     n_samples: int
@@ -115,6 +122,7 @@ class ProblemSpec:
     schedule: str = "practical"
     public_smoothness: float = None
     radius: float = None
+    n_outputs: int = 1
 
     @property
     def smooth(self):
@@ -136,10 +144,20 @@ class SolverBudget:
         no noise).
     quantile_epsilon : float
         Epsilon of each of its private quantiles (exponential mechanism).
+    pure_epsilon : float or None
+        For a pure-DP fit (``delta = 0``): the epsilon of all the solver's
+        releases together (basic composition); ``mu`` is then unused. Only
+        solvers with ``capabilities.pure_dp`` accept it.
     """
 
     mu: float
     quantile_epsilon: float = math.inf
+    pure_epsilon: float = None
+
+    @property
+    def pure(self):
+        """Whether the solver's releases must be pure epsilon-DP (``pure_epsilon``; ``mu`` is unused)."""
+        return self.pure_epsilon is not None
 
 
 @dataclass(frozen=True)
@@ -219,12 +237,12 @@ class Solver:
             raise ValueError(self.unavailable)
         caps = self.capabilities
         if spec.l1 and not caps.l1:
-            with_l1 = sorted(name for name in solver_names(self.family) if get_solver(name).capabilities.l1)
+            with_l1 = sorted(name for name in solver_names(self.family) if get_solver(name, self.family).capabilities.l1)
             raise ValueError(f"algorithm={self.name!r} does not support an L1 penalty (l1_ratio > 0); "
                              f"use one of {with_l1}.")
         if spec.callable_loss and not caps.callable_losses:
             accepting = sorted(name for name in solver_names(self.family)
-                               if get_solver(name).capabilities.callable_losses)
+                               if get_solver(name, self.family).capabilities.callable_losses)
             raise ValueError(f"A callable loss is supported by algorithm in {accepting} only.")
         if caps.smooth_only and not spec.smooth:
             raise ValueError(
@@ -283,21 +301,27 @@ _REGISTRY = {}
 
 
 def register_solver(cls):
-    """Class decorator: make a solver available by its ``name`` (a later registration replaces it)."""
+    """Class decorator: make a solver available by its ``family`` and ``name``.
+
+    Two families may use the same name (each estimator's ``algorithm``
+    parameter offers its own family); a later registration of the same family
+    and name replaces the earlier one.
+    """
     if not (isinstance(cls, type) and issubclass(cls, Solver) and cls.name):
         raise TypeError("register_solver expects a Solver subclass with a name.")
-    _REGISTRY[cls.name] = cls
+    _REGISTRY[(cls.family, cls.name)] = cls
     return cls
 
 
-def get_solver(name):
-    """The solver class registered under ``name``."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"Unknown algorithm {name!r}; choose one of {solver_names()}.") from None
+def get_solver(name, family=None):
+    """The solver class registered under ``name`` (in ``family``; None: the first registered with that name)."""
+    for (fam, registered), cls in _REGISTRY.items():
+        if registered == name and (family is None or fam == family):
+            return cls
+    raise ValueError(f"Unknown algorithm {name!r}; choose one of {solver_names(family)}.")
 
 
 def solver_names(family=None):
-    """Names of the registered solvers (of one ``family``, or all), in registration order."""
-    return tuple(name for name, cls in _REGISTRY.items() if family is None or cls.family == family)
+    """Names of the registered solvers (of one ``family``, or all), in registration order, without repeats."""
+    names = [name for (fam, name) in _REGISTRY if family is None or fam == family]
+    return tuple(dict.fromkeys(names))
