@@ -9,12 +9,13 @@ from .accounting import (
     LowBudgetWarning,
     PrivacyLeakWarning,
 )
-from .linear_model import DPHeavyTailRegressor
+from .linear_model import DPHeavyTailRegressor, DPInterpolatingClassifier
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "DPHeavyTailRegressor",
+    "DPInterpolatingClassifier",
     "BudgetAccountant",
     "BudgetExceededError",
     "DetachedAccountantError",

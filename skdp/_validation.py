@@ -80,6 +80,8 @@ def _satisfied(constraint, value):
         return isinstance(value, (numbers.Integral, bool, np.bool_))
     if constraint == "callable":
         return callable(value)
+    if constraint == "array-like":
+        return hasattr(value, "__len__") and not isinstance(value, (str, bytes, dict))
     if isinstance(constraint, type):
         return isinstance(value, constraint)
     return constraint.is_satisfied_by(value)
@@ -96,6 +98,8 @@ def _describe(constraint):
         return "an int or a bool"
     if constraint == "callable":
         return "a callable"
+    if constraint == "array-like":
+        return "an array-like"
     if isinstance(constraint, type):
         return f"an instance of {constraint.__name__}"
     return str(constraint)

@@ -8,7 +8,8 @@ solvers and the loss and penalties in solver units.
 """
 
 from ._heavy_tail import DPHeavyTailRegressor
+from ._interpolating import DPInterpolatingClassifier
 from ._pipeline import PrivateLinearModel
 from ._standardise import PrivateStandardiser, Scaling
 
-__all__ = ["DPHeavyTailRegressor", "PrivateLinearModel", "PrivateStandardiser", "Scaling"]
+__all__ = ["DPHeavyTailRegressor", "DPInterpolatingClassifier", "PrivateLinearModel", "PrivateStandardiser", "Scaling"]

@@ -186,10 +186,11 @@ class PrivateLinearModel(DPEstimatorMixin):
 
     def _plan(self, solver, n, d):
         """The budget plan (public inputs only): pure DP when ``delta = 0``, else the Gaussian plan."""
-        common = dict(epsilon=float(self.epsilon), n_samples=n, n_features=d, fit_intercept=self.fit_intercept,
-                      solver=solver, make_spec=lambda mode: self._problem_spec(solver, n, d, mode),
-                      scaling=getattr(self, "scaling", "auto"), scaling_share=getattr(self, "scaling_share", "auto"),
-                      scale_target=self._scales_target)
+        common = {"epsilon": float(self.epsilon), "n_samples": n, "n_features": d,
+                  "fit_intercept": self.fit_intercept, "solver": solver,
+                  "make_spec": lambda mode: self._problem_spec(solver, n, d, mode),
+                  "scaling": getattr(self, "scaling", "auto"),
+                  "scaling_share": getattr(self, "scaling_share", "auto"), "scale_target": self._scales_target}
         if float(self.delta) == 0.0:
             return plan_pure_budget(**common, stacklevel=5)
         return plan_budget(**common, delta=float(self.delta), schedule=getattr(self, "schedule", "practical"),

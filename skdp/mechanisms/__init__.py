@@ -21,6 +21,7 @@ from .noise import (
     bounded_laplace_mechanism,
     bounded_laplace_noise,
     gaussian_mechanism,
+    l2_laplace_mechanism,
     laplace_mechanism,
 )
 from .quantiles import private_quantile, private_scale
@@ -45,6 +46,7 @@ __all__ = [
     "gaussian_mechanism",
     "NON_PRIVATE_RELEASE",
     "laplace_mechanism",
+    "l2_laplace_mechanism",
     "bounded_laplace_noise",
     "bounded_laplace_mechanism",
     "bounded_laplace_event",

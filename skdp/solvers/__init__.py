@@ -13,7 +13,8 @@ privacy event for a :class:`SolverBudget`, and a run that returns a
 * :mod:`~skdp.solvers.schedules` — phase layouts, batches, steps, averaging;
 * :mod:`~skdp.solvers.moments` — public moment bounds of the theory schedules.
 
-One subpackage per family of papers: :mod:`~skdp.solvers.heavy_tail`.
+One subpackage per family of papers: :mod:`~skdp.solvers.heavy_tail` (regression)
+and :mod:`~skdp.solvers.interpolation` (classification).
 """
 
 from ._contract import (
@@ -39,6 +40,7 @@ from .heavy_tail import (
     OnePassGLM,
     ProximalSGD,
 )
+from . import interpolation  # noqa: F401  (registers the classification solvers)
 from .moments import MomentBounds
 from .problem import GLMProblem
 

@@ -1,0 +1,211 @@
+"""The classification problem the interpolation-family solvers see, and its multi-output losses.
+
+A model is a coefficient matrix ``W`` of shape ``(k, p)`` (``k = 1`` for two
+classes) acting on rows ``a`` of length ``p`` (the intercept column last):
+the scores are ``z = W a``. The per-row loss is ``g(z; label)`` and its
+gradient in ``W`` is ``g'(z) a^T``, of Frobenius norm ``||g'(z)|| ||a||``.
+
+Each output loss also gives its **Lipschitzian extension** with a bound ``L``
+in ``W`` (Asi, Chadha, Cheng and Duchi, Definition 2.5): the largest convex
+``L``-Lipschitz minorant that agrees with the loss wherever its gradient is at
+most ``L``. For these linear-prediction losses it is computed per row from the
+scores alone (``M = L / ||a||`` bounds the derivative in ``z``):
+
+* :class:`OneVsRestOutputs` (margin losses, one output per class or a single
+  output for two classes): each output gets the one-dimensional extension with
+  slope ``M / sqrt(k)``, so the sum is convex and its gradient norm is at most
+  ``||a|| sqrt(k) M / sqrt(k) = L``;
+* :class:`JointSquaredOutputs` (``||z - e_y||^2 / 2``): the extension is the
+  vector Huber function, whose gradient is ``z - e_y`` clipped to norm ``M``,
+  i.e. per-row gradient clipping in Frobenius norm;
+* :class:`SoftmaxOutputs` (multinomial logistic): no extension is given; only
+  gradient-clipping solvers (whose privacy rests on the clip, not on
+  convexity) accept it.
+
+The extension keeps every common minimiser of separable data (where all
+gradients vanish), and makes every row's loss ``L``-Lipschitz for *any* input,
+which is what the output-perturbation sensitivity of the localization solvers
+needs.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from ...losses import LogisticLoss
+
+__all__ = ["ClassificationProblem", "OneVsRestOutputs", "JointSquaredOutputs", "SoftmaxOutputs"]
+
+
+class OneVsRestOutputs:
+    """A margin loss on each output: ``sum_k phi(s_k z_k)``, ``s_k = +1`` for the row's class, else ``-1``.
+
+    With two classes there is one output and ``s = +1`` for the second class.
+
+    Parameters
+    ----------
+    loss : MarginLoss
+    n_classes : int
+    """
+
+    def __init__(self, loss, n_classes):
+        self.loss = loss
+        self.n_classes = int(n_classes)
+        self.n_outputs = 1 if self.n_classes == 2 else self.n_classes
+        self.smoothness = float(loss.smoothness)
+        # A common minimiser exists on separable data unless the loss never reaches 0.
+        self.has_extension = not isinstance(loss, LogisticLoss)
+
+    def signs(self, labels):
+        if self.n_outputs == 1:
+            return np.where(labels == 1, 1.0, -1.0)[:, None]
+        S = -np.ones((labels.shape[0], self.n_outputs))
+        S[np.arange(labels.shape[0]), labels] = 1.0
+        return S
+
+    def value_and_gradient(self, Z, labels, slope=None):
+        """Per-row values and ``d loss / d Z`` (extended with per-row slope ``slope`` when given)."""
+        S = self.signs(labels)
+        if slope is None:
+            return self.loss.value(Z, S).sum(axis=1), self.loss.derivative(Z, S)
+        M = (np.asarray(slope, dtype=float) / math.sqrt(self.n_outputs))[:, None]
+        return self.loss.extended_value(Z, S, M).sum(axis=1), self.loss.extended_derivative(Z, S, M)
+
+
+class JointSquaredOutputs:
+    """The one-hot squared loss ``||z - e_y||^2 / 2`` on ``k`` outputs (one per class).
+
+    Parameters
+    ----------
+    n_classes : int
+    """
+
+    smoothness = 1.0
+    has_extension = True
+
+    def __init__(self, n_classes):
+        self.n_classes = self.n_outputs = int(n_classes)
+
+    def value_and_gradient(self, Z, labels, slope=None):
+        R = np.array(Z, dtype=float)
+        R[np.arange(R.shape[0]), labels] -= 1.0
+        norms = np.linalg.norm(R, axis=1)
+        if slope is None:
+            return 0.5 * norms**2, R
+        M = np.asarray(slope, dtype=float)
+        inside = norms <= M
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.where(inside, 1.0, M / norms)
+            value = np.where(inside, 0.5 * norms**2, M * norms - 0.5 * M**2)
+        return value, R * factor[:, None]
+
+
+class SoftmaxOutputs:
+    """Multinomial logistic loss ``logsumexp(z) - z_y`` (no extension: for clipping solvers only)."""
+
+    smoothness = 0.5
+    has_extension = False
+
+    def __init__(self, n_classes):
+        self.n_classes = self.n_outputs = int(n_classes)
+
+    def value_and_gradient(self, Z, labels, slope=None):
+        if slope is not None:
+            raise ValueError("The softmax loss has no Lipschitzian extension here; clip its gradients instead.")
+        lse = special.logsumexp(Z, axis=1)
+        P = np.exp(Z - lse[:, None])
+        value = lse - Z[np.arange(Z.shape[0]), labels]
+        P[np.arange(Z.shape[0]), labels] -= 1.0
+        return value, P
+
+
+@dataclass
+class ClassificationProblem:
+    """A linear classification ERM after preprocessing.
+
+    Attributes
+    ----------
+    X : ndarray of shape (n_samples, n_coef)
+        The rows in solver units (intercept column last when ``intercept``).
+        Their norms need not be bounded: every solver of the family bounds the
+        influence of a row through the gradient clip or the extension.
+    labels : ndarray of int of shape (n_samples,)
+        Class indices into the public list of classes.
+    outputs : OneVsRestOutputs, JointSquaredOutputs or SoftmaxOutputs
+    penalty : ndarray of shape (n_coef,) or (n_coef, n_coef)
+        Ridge weights (0 on the intercept): the objective adds
+        ``0.5 * sum_k sum_j penalty_j W_kj^2``, or ``0.5 * trace(W P W^T)`` for a
+        matrix ``P`` (joint whitening).
+    radius : float
+        Public radius (Frobenius norm) of the coefficient ball.
+    row_scale : float
+        A released (or public) typical row norm, for step sizes and clip levels.
+    intercept : bool
+    rows_clipped : bool
+        Whether every row norm is at most ``row_bound``.
+    row_bound : float
+        Released or public bound of the row norms when ``rows_clipped``.
+    """
+
+    X: np.ndarray
+    labels: np.ndarray
+    outputs: object
+    penalty: np.ndarray
+    radius: float
+    row_scale: float
+    intercept: bool = True
+    rows_clipped: bool = False
+    row_bound: float = math.inf
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def n_coef(self):
+        return self.X.shape[1]
+
+    @property
+    def n_outputs(self):
+        return self.outputs.n_outputs
+
+    def subset(self, index):
+        """The problem on the rows ``index`` (a public selection)."""
+        return ClassificationProblem(self.X[index], self.labels[index], self.outputs, self.penalty, self.radius,
+                                     self.row_scale, self.intercept, self.rows_clipped, self.row_bound)
+
+    def penalty_value_and_gradient(self, W):
+        """The ridge term and its gradient (``W * penalty`` or ``W @ P``)."""
+        P = self.penalty
+        G = W @ P if P.ndim == 2 else W * P
+        return 0.5 * float((W * G).sum()), G
+
+    @property
+    def max_penalty(self):
+        P = self.penalty
+        return float(np.linalg.eigvalsh(P)[-1]) if P.ndim == 2 else float(np.max(P, initial=0.0))
+
+    def row_norms(self):
+        return np.linalg.norm(self.X, axis=1)
+
+    def mean_loss_and_gradient(self, W, slope=None):
+        """Mean per-row (extended) loss and its gradient in ``W`` (shape ``(k, p)``), penalty excluded."""
+        Z = self.X @ W.T
+        values, G = self.outputs.value_and_gradient(Z, self.labels, slope)
+        n = self.X.shape[0]
+        return float(values.sum()) / n, (G.T @ self.X) / n
+
+    def clipped_gradient_sum(self, W, clip):
+        """Sum of the per-row gradients, each clipped to Frobenius norm ``clip`` (its sensitivity is ``2 clip``)."""
+        Z = self.X @ W.T
+        _, G = self.outputs.value_and_gradient(Z, self.labels)
+        # A row whose gradient is not finite (overflowing scores) contributes nothing: a
+        # per-row map, so every row's contribution still has norm at most `clip`.
+        G = np.where(np.isfinite(G).all(axis=1)[:, None], G, 0.0)
+        norms = np.linalg.norm(G, axis=1) * np.linalg.norm(self.X, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(norms > clip, clip / norms, 1.0)
+        factor = np.where(np.isfinite(factor), factor, 0.0)
+        return (G * factor[:, None]).T @ self.X
