@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...accounting import Parallel
 from ...mechanisms import certified_minimize
 from .._contract import Capabilities, Solver, SolverResult, register_solver
 from ..geometry import project_balls
@@ -74,7 +75,7 @@ class _Run:
         self.k, self.p = problem.n_outputs, problem.n_coef
         self.dim = self.k * self.p
         self.releases = 0
-        self.max_ratio = 0.0
+        self.events = []  # what each release drew; they read disjoint rows (parallel composition)
         self.log = []
         bound = problem.row_bound if problem.rows_clipped and math.isfinite(problem.row_bound) else problem.row_scale
         self.smooth_row = problem.outputs.smoothness * bound**2
@@ -100,7 +101,8 @@ class _Run:
     def erm_release(self, rows, L, center, eta):
         """The certified regularised ERM on ``rows`` plus noise (see the module docstring)."""
         x, sensitivity = self.certified_erm(self.problem, rows, L, center, eta)
-        noisy, _ = release_vector(x, sensitivity, self.budget, self.rng)
+        noisy, event = release_vector(x, sensitivity, self.budget, self.rng)
+        self.events.append(event)
         self.releases += 1
         self.log.append({"rows": len(rows), "lipschitz": L, "eta": eta, "sensitivity": sensitivity})
         return noisy
@@ -186,7 +188,7 @@ class _Run:
         schedule = {"algorithm": name, "n_steps": self.releases, "releases": self.releases,
                     "lipschitz": [e["lipschitz"] for e in self.log], "block_rows": [e["rows"] for e in self.log]}
         schedule.update(extra)
-        return SolverResult(coef.reshape(self.k, self.p), solver_event(self.budget), schedule)
+        return SolverResult(coef.reshape(self.k, self.p), Parallel(self.events), schedule)
 
 
 @dataclass(frozen=True)
