@@ -234,7 +234,7 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     check_ratio = _CHECK_RATIO if fit_check else 0.0
 
     def with_check(events, check_mu):
-        return Sequential(events + ([fit_check_event(check_mu)] if fit_check else []))
+        return _with_check(events, check_mu, fit_check)
 
     if non_private:
         mu = math.inf
@@ -253,6 +253,11 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     check_mu = check_ratio * mu
     event = with_check([pre_event, solver.plan(spec, budget)], check_mu)
     return BudgetPlan(standardiser, solver, spec, budget, event, check_mu, starved)
+
+
+def _with_check(events, check_mu, fit_check):
+    """The fit's event: the given releases, then the fit check's (when the estimator has one)."""
+    return Sequential(list(events) + ([fit_check_event(check_mu)] if fit_check else []))
 
 
 def _warn_starved(epsilon, n, eps_q, fit_check, stacklevel):
@@ -344,7 +349,7 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
     check_fraction = math.sqrt(check_share)
 
     def with_check(events, check_mu):
-        return Sequential(events + ([fit_check_event(check_mu)] if fit_check else []))
+        return _with_check(events, check_mu, fit_check)
 
     def planned(mu):
         return with_check([standardiser(mu).planned_event(d),
