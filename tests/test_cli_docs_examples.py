@@ -19,6 +19,9 @@ def test_demo_runs_and_reports_reference_values():
     assert "1.7118" in out  # DP-SGD example, RDP
     assert "composed: epsilon=5.222" in out
     assert "DPHeavyTailRegressor(epsilon=1)" in out and "spent (epsilon, delta) = (1.0000" in out
+    assert "DPInterpolatingClassifier(epsilon=1)" in out and "spent (epsilon, delta) = (4.0000" in out
+    accuracies = [float(a) for a in re.findall(r"DPInterpolatingClassifier\(epsilon=1\)\s+accuracy = ([0-9.]+)", out)]
+    assert len(accuracies) == 2 and min(accuracies) > 0.7  # breast cancer and digits, private
 
 
 def test_cli_without_a_command_prints_help():

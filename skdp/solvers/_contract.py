@@ -111,6 +111,9 @@ class ProblemSpec:
     n_outputs : int
         Number of rows of the coefficient matrix (1 for regression and binary
         classification; the number of classes for multiclass models).
+    centred_rows : bool
+        Whether the standardisation centres every column (public: the scaling
+        mode decides it), so a solver need not spend budget on centring.
     """
 
     n_samples: int
@@ -123,6 +126,7 @@ class ProblemSpec:
     public_smoothness: float = None
     radius: float = None
     n_outputs: int = 1
+    centred_rows: bool = False
 
     @property
     def smooth(self):

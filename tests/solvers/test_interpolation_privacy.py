@@ -23,13 +23,14 @@ from skdp.solvers.interpolation import (
     SoftmaxOutputs,
     localization,
 )
+from skdp.solvers.interpolation import _centring, clipped_gd
 
 SOLVERS = ("clipped_gd", "epoch_growth", "interpolation", "adaptive", "kappa_growth")
 
 
-def neighbouring_problems(outputs, n=300, d=4, seed=0, clip_rows=False):
+def neighbouring_problems(outputs, n=300, d=4, seed=0, clip_rows=False, offset=0.0):
     rng = np.random.default_rng(seed)
-    X = np.hstack([rng.normal(size=(n, d)), np.ones((n, 1))])
+    X = np.hstack([rng.normal(size=(n, d)) + offset, np.ones((n, 1))])
     k = outputs.n_classes
     labels = rng.integers(0, k, size=n)
     X2, labels2 = X.copy(), labels.copy()
@@ -81,21 +82,79 @@ def spec(problem):
                        n_outputs=problem.n_outputs)
 
 
+def clipped_feature_sum(problem):
+    """The exact value the private row mean releases (feature parts clipped to the row bound)."""
+    features = problem.X[:, :-1]
+    norms = np.linalg.norm(features, axis=1)
+    factors = np.minimum(1.0, problem.row_bound / np.maximum(norms, 1e-300))
+    return factors @ features
+
+
 @pytest.mark.parametrize("pure", [False, True])
 @pytest.mark.parametrize("kind", ["binary", "ovr3", "joint3", "softmax3"])
-def test_clipped_gd_gradient_releases_are_within_their_sensitivity(kind, pure):
-    problem, neighbour, _ = neighbouring_problems(outputs_for(kind))
-    log = []
-    coupled = CoupledGradients(problem, neighbour, log)
+def test_clipped_gd_gradient_releases_are_within_their_sensitivity(kind, pure, monkeypatch):
+    # Columns far from 0, so the private centring really centres; the neighbour is centred
+    # with the same released mean (post-processing of one release).
+    problem, neighbour, _ = neighbouring_problems(outputs_for(kind), offset=5.0)
+    log, centre_log = [], []
+    release_mean = clipped_gd.release_row_mean
+
+    def coupled_release(prob, budget, rng):
+        exact, exact2 = clipped_feature_sum(problem), clipped_feature_sum(neighbour)
+        centre_log.append(float(np.linalg.norm(exact - exact2)) / (2.0 * problem.row_bound))
+        return release_mean(prob, budget, rng)
+
+    def coupled_centring(prob, mean):
+        return CoupledGradients(_centring.centred_problem(problem, mean),
+                                _centring.centred_problem(neighbour, mean), log)
+
+    monkeypatch.setattr(clipped_gd, "release_row_mean", coupled_release)
+    monkeypatch.setattr(clipped_gd, "centred_problem", coupled_centring)
     solver = get_solver("clipped_gd", "interpolation")()
     budget = budget_for(pure)
-    result = solver.run(spec(problem), coupled, budget, np.random.default_rng(0))
+    result = solver.run(spec(problem), problem, budget, np.random.default_rng(0))
+    assert len(centre_log) == 1 and 0.3 < centre_log[0] <= 1.0 + 1e-12
+    assert result.schedule["centred_columns"] == 4
     assert len(log) == solver.n_steps
     assert max(log) <= 1.0 + 1e-12
     assert max(log) > 0.3  # the outlier row is really clipped to the bound, not ignored
     planned = solver.plan(spec(problem), budget)
     for delta in (0.0, 1e-6) if pure else (1e-6,):
         assert result.event.epsilon(delta) <= planned.epsilon(delta) * (1 + 1e-9)
+    # Exactly the plan (pure: at delta = 0; the Laplace curvature release composes a little
+    # more tightly than the plan's generic pure event at delta > 0).
+    delta = 0.0 if pure else 1e-6
+    assert result.event.epsilon(delta) == pytest.approx(planned.epsilon(delta), rel=1e-9)
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_clipped_gd_without_centring_on_centred_rows(pure):
+    """Rows the standardisation already centred (public) get no centring release: the budget goes to the steps."""
+    problem, neighbour, _ = neighbouring_problems(outputs_for("binary"))
+    log = []
+    coupled = CoupledGradients(problem, neighbour, log)
+    solver = get_solver("clipped_gd", "interpolation")()
+    centred_spec = ProblemSpec(n_samples=problem.n_samples, n_coef=problem.n_coef, loss=SquaredHingeLoss(),
+                               centred_rows=True)
+    budget = budget_for(pure)
+    result = solver.run(centred_spec, coupled, budget, np.random.default_rng(0))
+    assert "centred_columns" in result.schedule and result.schedule["centred_columns"] == 0
+    assert len(log) == solver.n_steps and max(log) <= 1.0 + 1e-12
+    assert len(solver.plan(centred_spec, budget).events) == 2
+    assert len(solver.plan(spec(problem), budget).events) == 3
+    delta = 0.0 if pure else 1e-6
+    assert result.event.epsilon(delta) == pytest.approx(solver.plan(centred_spec, budget).epsilon(delta), rel=1e-9)
+
+
+def test_centring_is_undone_exactly_in_the_intercept():
+    """Scores of the centred fit on centred rows equal the mapped-back coefficients' on the original rows."""
+    problem, _, _ = neighbouring_problems(outputs_for("ovr3"), offset=3.0)
+    mean = np.array([3.0, 0.0, 2.5, -1.0])
+    centred = _centring.centred_problem(problem, mean)
+    W = np.random.default_rng(1).normal(size=(3, 5))
+    back = _centring.uncentred_coef(W, mean, centred)
+    np.testing.assert_allclose(centred.X @ W.T, problem.X @ back.T, atol=1e-10)
+    assert centred.row_scale < problem.row_scale
 
 
 @pytest.mark.parametrize("pure", [False, True])
