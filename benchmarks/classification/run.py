@@ -5,7 +5,10 @@ scikit-learn's breast cancer and digits (75/25 stratified splits). Every
 algorithm runs on raw data with private scaling; the references are
 non-private LogisticRegression and LinearSVC on standardised data.
 
-Usage: python benchmarks/classification/run.py [--seeds 3] [--out results/raw.csv]
+With ``--grid``, the default ("auto") and the references also run on separable
+data over n in {500, 2000, 20000} and d in {20, 100, 500} (tasks "grid_n*_d*").
+
+Usage: python benchmarks/classification/run.py [--seeds 3] [--grid] [--out results/raw.csv]
 Resumable: cells already in the CSV are skipped. Summarise with summarize.py.
 """
 
@@ -26,7 +29,8 @@ from sklearn.svm import LinearSVC
 from skdp import BudgetAccountant, DPInterpolatingClassifier
 
 ALGORITHMS = ("auto", "clipped_gd", "epoch_growth", "interpolation", "adaptive", "kappa_growth")
-EPSILONS = (0.5, 1.0, 2.0)
+EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
+GRID_EPSILONS = (0.1, 1.0, 5.0)
 FIELDS = ("task", "method", "epsilon", "delta", "seed", "accuracy", "seconds")
 
 
@@ -61,10 +65,11 @@ TASKS = {
     "breast_cancer": lambda s: real(load_breast_cancer, s),
     "digits": lambda s: real(load_digits, s),
 }
+GRID = {f"grid_n{n}_d{d}": (lambda s, n=n, d=d: separable(n, d, s)) for n in (500, 2000, 20000) for d in (20, 100, 500)}
 
 
 def run_cell(task, method, eps, delta, seed):
-    Xtr, ytr, Xte, yte = TASKS[task](seed)
+    Xtr, ytr, Xte, yte = {**TASKS, **GRID}[task](seed)
     start = time.perf_counter()
     if method == "LogisticRegression":
         model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)).fit(Xtr, ytr)
@@ -81,6 +86,9 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "raw.csv"))
     parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--grid", action="store_true")
+    parser.add_argument("--methods", default=",".join(ALGORITHMS),
+                        help="DP methods of the main table (the references always run)")
     args = parser.parse_args()
     out = Path(args.out)
     done = set()
@@ -92,9 +100,14 @@ def main():
         writer = csv.DictWriter(f, FIELDS)
         if new:
             writer.writeheader()
-        cells = [(t, m, eps, 1e-5) for t in args.tasks.split(",") for m in ALGORITHMS for eps in EPSILONS]
-        cells += [(t, m, 1.0, 0.0) for t in args.tasks.split(",") for m in ("auto", "clipped_gd", "epoch_growth")]
+        methods = args.methods.split(",")
+        cells = [(t, m, eps, 1e-5) for t in args.tasks.split(",") for m in methods for eps in EPSILONS]
+        cells += [(t, m, 1.0, 0.0) for t in args.tasks.split(",") for m in ("auto", "clipped_gd", "epoch_growth")
+                  if m in methods]
         cells += [(t, m, float("inf"), 0.0) for t in args.tasks.split(",") for m in ("LogisticRegression", "LinearSVC")]
+        if args.grid:
+            cells += [(t, "auto", eps, 1e-5) for t in GRID for eps in GRID_EPSILONS]
+            cells += [(t, "LogisticRegression", float("inf"), 0.0) for t in GRID]
         for task, method, eps, delta in cells:
             for seed in range(args.seeds):
                 key = (task, method, str(eps), str(delta), str(seed))

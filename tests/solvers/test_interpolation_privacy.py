@@ -8,6 +8,7 @@ between the two exact values must be within the sensitivity the release was
 calibrated to.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -53,7 +54,7 @@ class CoupledGradients(ClassificationProblem):
     """Answers every clipped-gradient query on the neighbour too and logs the ratio to ``2 clip``."""
 
     def __init__(self, problem, neighbour, log):
-        super().__init__(**problem.__dict__)
+        super().__init__(**{f.name: getattr(problem, f.name) for f in dataclasses.fields(problem) if f.init})
         self.neighbour = neighbour
         self.log = log
 

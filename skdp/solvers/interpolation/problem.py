@@ -29,7 +29,7 @@ needs.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special
@@ -158,6 +158,8 @@ class ClassificationProblem:
     intercept: bool = True
     rows_clipped: bool = False
     row_bound: float = math.inf
+    # The row norms, computed once (every clipped-gradient step needs them).
+    _norms: np.ndarray = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n_samples(self):
@@ -188,7 +190,9 @@ class ClassificationProblem:
         return float(np.linalg.eigvalsh(P)[-1]) if P.ndim == 2 else float(np.max(P, initial=0.0))
 
     def row_norms(self):
-        return np.linalg.norm(self.X, axis=1)
+        if self._norms is None:
+            self._norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
+        return self._norms
 
     def mean_loss_and_gradient(self, W, slope=None):
         """Mean per-row (extended) loss and its gradient in ``W`` (shape ``(k, p)``), penalty excluded."""
@@ -204,7 +208,7 @@ class ClassificationProblem:
         # A row whose gradient is not finite (overflowing scores) contributes nothing: a
         # per-row map, so every row's contribution still has norm at most `clip`.
         G = np.where(np.isfinite(G).all(axis=1)[:, None], G, 0.0)
-        norms = np.linalg.norm(G, axis=1) * np.linalg.norm(self.X, axis=1)
+        norms = np.linalg.norm(G, axis=1) * self.row_norms()
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(norms > clip, clip / norms, 1.0)
         factor = np.where(np.isfinite(factor), factor, 0.0)
