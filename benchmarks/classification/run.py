@@ -100,7 +100,7 @@ def main():
         writer = csv.DictWriter(f, FIELDS)
         if new:
             writer.writeheader()
-        methods = args.methods.split(",")
+        methods = [m for m in args.methods.split(",") if m]
         cells = [(t, m, eps, 1e-5) for t in args.tasks.split(",") for m in methods for eps in EPSILONS]
         cells += [(t, m, 1.0, 0.0) for t in args.tasks.split(",") for m in ("auto", "clipped_gd", "epoch_growth")
                   if m in methods]
