@@ -236,14 +236,17 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
 
     def _validate_fit_data(self, X, y):
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
-        check_classification_targets(y)
         if self.classes is None:
+            check_classification_targets(y)
             classes = np.unique(y)
             warnings.warn(
                 "classes=None: the set of labels is read from y and released with the model (classes_); a "
                 "rare label can reveal a person. Pass the public list of labels as classes=.",
                 PrivacyLeakWarning, stacklevel=4)
         else:
+            # The checks read only the public classes, and y only through the domain check
+            # below: a target-type check on y would fail or pass depending on one row's label.
+            check_classification_targets(np.asarray(self.classes))
             classes = np.unique(np.asarray(self.classes))
             if classes.shape[0] != np.asarray(self.classes).shape[0]:
                 raise ValueError("classes contains repeated labels. Nothing was spent.")

@@ -147,3 +147,29 @@ def test_real_tables_match_logistic_regression_without_noise_and_at_epsilon_one(
     private = DPInterpolatingClassifier(epsilon=1.0, classes=[0, 1], accountant=BudgetAccountant(),
                                         random_state=0).fit(X, y)
     assert roc_auc_score(yt, private.decision_function(Xt)) >= lr_auc - 0.02
+
+
+@pytest.mark.parametrize("relabel", [False, True])
+def test_public_classes_decide_the_label_check_not_one_row(relabel):
+    """With classes given, whether the fit runs cannot depend on one row's label (a continuous-looking label set
+    is refused for every dataset, not only for those that contain a non-integral label)."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), rng.integers(0, 2, size=200).astype(float)
+    if relabel:
+        y[0] = 2.5
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="[Uu]nknown label type"):
+        DPInterpolatingClassifier(classes=[0.0, 1.0, 2.5], accountant=acc, random_state=0).fit(X, y)
+    assert acc.spent.epsilon == 0.0
+    model = DPInterpolatingClassifier(classes=[0, 1, 2], accountant=BudgetAccountant(), random_state=0)
+    model.fit(X, np.where(y == 2.5, 2, y).astype(int))
+    assert model.classes_.tolist() == [0, 1, 2]
+
+
+def test_clipped_gd_refuses_too_many_coefficients_before_spending():
+    X = np.random.default_rng(0).normal(size=(20, 4100))
+    y = np.arange(20) % 2
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="at most 4096 coefficients.*Nothing was spent"):
+        DPInterpolatingClassifier(classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    assert acc.spent.epsilon == 0.0

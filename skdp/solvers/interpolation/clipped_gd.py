@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...accounting import ApproxDPRelease, GaussianRelease, Repeated, Sequential
-from ...mechanisms import NON_PRIVATE_RELEASE
+from ...mechanisms import MAX_GRAM_SIZE, NON_PRIVATE_RELEASE
 from .._contract import Capabilities, Solver, SolverResult, register_solver
 from ..schedules import decaying_steps
 from ._exact import exact_minimizer
@@ -86,6 +86,14 @@ class ClippedGD(Solver):
     @classmethod
     def from_options(cls, options):
         return cls(n_steps=options.max_iter or 30, schedule=options.schedule)
+
+    def check(self, spec):
+        super().check(spec)
+        if spec.n_coef > MAX_GRAM_SIZE:
+            # The curvature release forms the p x p second-moment matrix (a public rule on p).
+            raise ValueError(f"algorithm='clipped_gd' supports at most {MAX_GRAM_SIZE} coefficients per class "
+                             f"(got {spec.n_coef}): its private step size needs the {spec.n_coef} x {spec.n_coef} "
+                             "second-moment matrix. Reduce the number of features. Nothing was spent.")
 
     def _shares(self, spec):
         """Budget shares (curvature, centring, steps): no centring without an intercept or of centred rows."""
