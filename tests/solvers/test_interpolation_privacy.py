@@ -22,9 +22,10 @@ from skdp.solvers.interpolation import (
     JointSquaredOutputs,
     OneVsRestOutputs,
     SoftmaxOutputs,
+    _centring,
+    clipped_gd,
     localization,
 )
-from skdp.solvers.interpolation import _centring, clipped_gd
 
 SOLVERS = ("clipped_gd", "epoch_growth", "interpolation", "adaptive", "kappa_growth")
 

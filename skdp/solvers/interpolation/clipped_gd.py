@@ -45,8 +45,8 @@ from ...accounting import ApproxDPRelease, GaussianRelease, Repeated, Sequential
 from ...mechanisms import MAX_GRAM_SIZE, NON_PRIVATE_RELEASE
 from .._contract import Capabilities, Solver, SolverResult, register_solver
 from ..schedules import decaying_steps
-from ._exact import exact_minimizer
 from ._centring import centred_problem, release_row_mean, uncentred_coef
+from ._exact import exact_minimizer
 from ._noise import release_curvature, release_vector
 
 __all__ = ["ClippedGD"]
