@@ -103,6 +103,17 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     >>> bool(0.5 <= s <= 2.0)
     True
     """
+    return quantile_columns(values, quantile, epsilon, bounds, scale=scale, nonzero=nonzero, prior=prior,
+                            jitter=jitter, random_state=random_state)
+
+
+def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonzero=False, prior=None,
+                     jitter=0.0, random_state=None, threads=2):
+    """:func:`private_quantile` with the number of worker threads for large inputs.
+
+    ``threads=1`` keeps the work in the calling thread (a caller that already
+    runs column blocks in parallel); results do not depend on ``threads``.
+    """
     if scale not in ("linear", "log"):
         raise ValueError(f"scale must be 'linear' or 'log'; got {scale!r}.")
     quantile = float(quantile)
@@ -124,7 +135,8 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     n, n_columns = x.shape
     # Non-finite values get a fixed place (a per-record rule): NaN and -inf at the
     # lower bound, +inf at the upper. Raising instead would reveal the record.
-    x = np.nan_to_num(x, nan=lower, posinf=upper, neginf=lower)
+    if not np.isfinite(x).all():
+        x = np.nan_to_num(x, nan=lower, posinf=upper, neginf=lower)
     if jitter > 0:
         noise = rng.uniform(-jitter, jitter, size=x.shape)
         if log_scale:
@@ -146,8 +158,16 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
     else:
         lower_t, upper_t = lower, upper
 
-    def intervals(cols):
-        """Edges, base masses and cumulative weights of the intervals of some columns."""
+    # The interval of every column is drawn by inverse CDF (exactly the
+    # exponential mechanism's distribution over intervals) from these uniforms,
+    # then a point inside it from the base measure restricted to it. Drawing the
+    # uniforms here, in column order, keeps the result independent of how the
+    # columns are split between threads.
+    u = rng.random(n_columns)
+    lo, hi = np.empty(n_columns), np.empty(n_columns)
+
+    def draw_intervals(cols):
+        """Write the drawn interval ``[lo, hi]`` of each column in ``cols``."""
         xc = x[cols]
         if nonzero:
             # Zeros sit at the lower edge, below every value that is present, where
@@ -156,38 +176,51 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
         else:
             xc = np.clip(xc, lower, upper)
         if log_scale:
-            xc = np.log(xc)
+            np.log(xc, out=xc)
         xc.sort(axis=1)
         edges = np.empty((xc.shape[0], n + 2))
         edges[:, 0], edges[:, -1], edges[:, 1:-1] = lower_t, upper_t, xc
-        mass = np.diff(edges, axis=1) if pieces is None else _piece_masses(edges, pieces).sum(axis=0)
-        ranks = np.arange(n + 1, dtype=float)[None, :] - n_absent[cols, None]
-        utility = -np.abs(np.maximum(ranks, 0.0) - quantile * n_present[cols, None])
-        with np.errstate(divide="ignore"):
-            log_weight = np.log(mass) + 0.5 * epsilon * utility
-        log_weight -= log_weight.max(axis=1, keepdims=True)
-        return edges, mass, np.cumsum(np.exp(log_weight), axis=1)
+        del xc
+        if pieces is None:
+            # Widths as fractions of the public range (at most 1: no overflow below).
+            mass = np.diff(edges, axis=1)
+            mass /= upper_t - lower_t
+        else:
+            mass = _interval_masses(edges, pieces)  # at most 1 (normalised weights)
+        # weight = mass * exp((epsilon / 2) * utility), utility = -|rank - q n| <= 0,
+        # computed without logarithms of the masses.
+        weight = np.arange(n + 1, dtype=float)[None, :] - n_absent[cols, None]
+        np.maximum(weight, 0.0, out=weight)
+        weight -= quantile * n_present[cols, None]
+        np.abs(weight, out=weight)
+        weight *= -0.5 * epsilon
+        np.exp(weight, out=weight)
+        weight *= mass
+        np.cumsum(weight, axis=1, out=weight)
+        # Where every positive-mass interval is so far from the target that its
+        # factor underflows (large epsilon, heavy ties), redo the column on the log
+        # scale, normalised by its largest log weight.
+        for row in np.flatnonzero(~(weight[:, -1] > 1e-250)):
+            ranks = np.maximum(np.arange(n + 1, dtype=float) - n_absent[cols[row]], 0.0)
+            with np.errstate(divide="ignore"):
+                log_weight = np.log(mass[row]) - 0.5 * epsilon * np.abs(ranks - quantile * n_present[cols[row]])
+            weight[row] = np.cumsum(np.exp(log_weight - log_weight.max()))
+        for row, j in enumerate(cols):
+            k = min(int(np.searchsorted(weight[row], u[j] * weight[row, -1], side="left")), n)
+            lo[j], hi[j] = edges[row, k], edges[row, k + 1]
 
-    block = max(1, 4_000_000 // (n + 2)) if pieces is not None else n_columns
-    chunks = [np.arange(j, min(j + block, n_columns)) for j in range(0, n_columns, block)]
-    if n * n_columns >= 400_000 and n_columns >= 2 and len(chunks) == 1:
-        # Large inputs: two threads (numpy releases the GIL); the random draws
-        # below stay in the main thread, in column order, so results do not depend
-        # on the split.
-        chunks = [np.arange(0, n_columns // 2), np.arange(n_columns // 2, n_columns)]
+    # Blocks of about 4e6 values bound the memory of the work arrays.
+    n_blocks = max(1, min(n_columns, -(-n_columns * (n + 2) // 4_000_000)))
+    if threads > 1 and n * n_columns >= 400_000 and n_columns >= 2:
+        # Large inputs: two threads (numpy releases the GIL) on balanced blocks;
+        # every column's uniform was drawn above, so results do not depend on the split.
+        chunks = np.array_split(np.arange(n_columns), max(2, 2 * (-(-n_blocks // 2))))
         with ThreadPoolExecutor(max_workers=2) as pool:
-            parts = list(pool.map(intervals, chunks))
+            list(pool.map(draw_intervals, chunks))
     else:
-        parts = [intervals(c) for c in chunks]
-    edges, mass, cumulative = (np.vstack([part[i] for part in parts]) for i in range(3))
-    # Sample an interval per column by inverse CDF (exactly the exponential
-    # mechanism's distribution over intervals), then a point inside it from the
-    # base measure restricted to it.
-    u = rng.random(n_columns) * cumulative[:, -1]
-    k = np.array([min(int(np.searchsorted(cumulative[j], u[j], side="left")), n)
-                  for j in range(n_columns)], dtype=int)
-    cols = np.arange(n_columns)
-    lo, hi = edges[cols, k], edges[cols, k + 1]
+        chunks = np.array_split(np.arange(n_columns), n_blocks)
+        for cols in chunks:
+            draw_intervals(cols)
     if pieces is None:
         estimate = lo + rng.random(n_columns) * (hi - lo)
     else:
@@ -215,6 +248,35 @@ def _piece_masses(edges, pieces):
     """Base-measure mass of every interval from each piece: shape (pieces, columns, intervals)."""
     return np.stack([w * np.clip(np.minimum(edges[:, 1:], b) - np.maximum(edges[:, :-1], a), 0.0, None)
                      / (b - a) for a, b, w in pieces])
+
+
+def _interval_masses(edges, pieces):
+    """Base-measure mass of every interval ``[edges[:, k], edges[:, k + 1]]``.
+
+    Pieces that tile the range contiguously (the usual prior) give every interval
+    inside one piece the mass ``width * density`` in one pass; only the few
+    intervals that straddle a knot go through the general per-piece sum.
+    """
+    starts = np.array([a for a, _, _ in pieces])
+    ends = np.array([b for _, b, _ in pieces])
+    tiled = (np.all(np.diff(starts) > 0) and np.array_equal(starts[1:], ends[:-1])
+             and starts[0] <= edges[0, 0] and ends[-1] >= edges[0, -1])
+    if not tiled:
+        return _piece_masses(edges, pieces).sum(axis=0)
+    density = np.array([w / (b - a) for a, b, w in pieces])
+    # Index of the piece that holds each interval's left edge (a few comparisons
+    # per value are much faster than a search).
+    left = np.zeros(edges[:, :-1].shape, dtype=np.intp)
+    for start in starts[1:]:
+        left += edges[:, :-1] >= start
+    mass = np.diff(edges, axis=1)
+    mass *= density[left]
+    straddle = edges[:, 1:] > ends[left]
+    if straddle.any():
+        rows, cols = np.nonzero(straddle)
+        pair = np.stack([edges[rows, cols], edges[rows, cols + 1]], axis=1)
+        mass[rows, cols] = _piece_masses(pair, pieces).sum(axis=0)[:, 0]
+    return mass
 
 
 def _sample_within(lo, hi, pieces, rng):

@@ -84,3 +84,61 @@ def test_linear_jitter_keeps_zeros_out_of_a_nonzero_quantile():
     x = np.r_[np.zeros(900), np.full(100, 10.0)]
     est, _ = private_quantile(x, 0.5, 5.0, (-20.0, 20.0), nonzero=True, jitter=0.05, random_state=0)
     assert abs(est - 10.0) < 0.1
+
+
+def _interval_probabilities(x, quantile, eps, bounds, density=None):
+    """The exponential mechanism's probability of every interval between the sorted values."""
+    edges = np.concatenate([[bounds[0]], np.sort(x), [bounds[1]]])
+    width = np.diff(edges) if density is None else np.array([density(a, b) for a, b in zip(edges, edges[1:])])
+    ranks = np.arange(len(x) + 1)
+    weight = width * np.exp(-0.5 * eps * np.abs(ranks - quantile * len(x)))
+    return edges, weight / weight.sum()
+
+
+@pytest.mark.parametrize("quantile", [0.5, 0.8])
+def test_draws_follow_the_exponential_mechanism(quantile):
+    """Columns are independent draws: 20000 identical columns give the interval frequencies."""
+    x = np.array([0.1, 0.2, 0.25, 0.4, 0.5, 0.6, 0.8])
+    eps, draws = 2.0, 20_000
+    est, _ = private_quantile(np.repeat(x[:, None], draws, axis=1), quantile, eps, (0.0, 1.0), random_state=0)
+    edges, expected = _interval_probabilities(x, quantile, eps, (0.0, 1.0))
+    observed = np.histogram(est, bins=edges)[0] / draws
+    assert np.all(np.abs(observed - expected) <= 4 * np.sqrt(expected / draws) + 1e-3)
+
+
+def test_draws_with_a_prior_follow_the_exponential_mechanism():
+    x = np.array([0.3, 0.9, 1.2, 1.5, 3.0])
+    prior = [(0.01, 0.5, 0.1), (0.5, 2.0, 0.8), (2.0, 100.0, 0.1)]
+    logs = [(math.log(a), math.log(b), w) for a, b, w in prior]
+
+    def density(a, b):  # base mass of [a, b] in log units
+        return sum(w * max(0.0, min(b, hi) - max(a, lo)) / (hi - lo) for lo, hi, w in logs)
+
+    eps, draws = 1.0, 20_000
+    est, _ = private_quantile(np.repeat(x[:, None], draws, axis=1), 0.5, eps, (0.01, 100.0), scale="log",
+                              prior=prior, random_state=1)
+    edges, expected = _interval_probabilities(np.log(x), 0.5, eps, (math.log(0.01), math.log(100.0)), density)
+    observed = np.histogram(np.log(est), bins=edges)[0] / draws
+    assert np.all(np.abs(observed - expected) <= 4 * np.sqrt(expected / draws) + 1e-3)
+
+
+def test_ties_far_from_every_interval_of_positive_length_at_a_large_epsilon():
+    """Every factor exp(epsilon * utility / 2) with positive length underflows; the draw
+    must still pick among those intervals by their weights, not fall on the first one."""
+    x = np.concatenate([np.zeros(1000), [1.0]])
+    est, _ = private_quantile(np.repeat(x[:, None], 400, axis=1), 500 / 1001, 10.0, (-1.0, 2.0),
+                              random_state=0)
+    below, middle = np.mean(est < 0), np.mean((est > 0) & (est < 1))
+    # [-1, 0] (rank 0) and [0, 1] (rank 1000) are both 500 ranks from the target, [1, 2] is 501.
+    assert 0.4 < below < 0.6 and 0.4 < middle < 0.6
+    assert np.all((est >= -1.0) & (est <= 2.0))
+
+
+def test_results_do_not_depend_on_the_worker_threads():
+    from skdp.mechanisms.quantiles import quantile_columns
+
+    X = np.random.default_rng(4).lognormal(size=(40_000, 12))
+    one = quantile_columns(X, 0.5, 0.01, (1e-6, 1e6), scale="log", random_state=3, threads=1)[0]
+    two = quantile_columns(X, 0.5, 0.01, (1e-6, 1e6), scale="log", random_state=3, threads=2)[0]
+    np.testing.assert_array_equal(one, two)
+    assert np.all(np.abs(np.log(one)) < 0.05)  # the median of a standard log-normal is 1

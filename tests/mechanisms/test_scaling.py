@@ -158,3 +158,22 @@ def test_the_magnitude_counts_move_by_at_most_their_sensitivity_on_neighbours(se
         values.append(log[0].value)
     assert np.linalg.norm(values[0] - values[1]) <= magnitude_check_sensitivity(3) + 1e-12
     assert np.linalg.norm(values[0] - values[1]) > 0
+
+
+@pytest.mark.parametrize("stages", [4, 2, 1])
+def test_large_tables_split_over_two_threads_keep_the_rule_and_are_reproducible(stages):
+    """At 50000 x 16 values the two halves of the columns run in parallel."""
+    rng = np.random.default_rng(2)
+    cols = _columns(rng, n=50_000)
+    X = np.column_stack([c[0] for c in cols.values()] * 2)
+    first = private_column_statistics(X, 0.05, stages=stages, random_state=7)
+    second = private_column_statistics(X, 0.05, stages=stages, random_state=7)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+    centre, scale, event = first
+    assert event == column_statistics_event(X.shape[1], 0.05, stages)
+    z = (X - centre) / scale
+    assert np.all(np.median(np.abs(z), axis=0) <= 3.0)
+    if stages == 4:
+        truth = [c for _, c, _ in cols.values()] * 2
+        assert np.all(np.abs(centre - truth) <= 0.2 * scale + 1e-3 * np.abs(truth))
