@@ -121,6 +121,13 @@ class Scaling:
         Value of the intercept column.
     whitening_mean, whitening_matrix : ndarray or None
         ``u = ((x - c) / s - mean) @ matrix`` in the whitened modes.
+    typical_row_norm : float or None
+        The released median norm of the feature part of the (whitened) rows, in
+        the whitened modes; None in the others, where ``sqrt(d) * unit`` is the
+        typical norm. Whitening from a noisy second-moment matrix floors the
+        variances at the noise level, so whitened rows can be much shorter than
+        ``sqrt(d)``; a clip set from ``sqrt(d)`` would then add noise for
+        gradients that are never that large.
     """
 
     mode: str
@@ -135,6 +142,7 @@ class Scaling:
     intercept_value: float = None
     whitening_mean: np.ndarray = None
     whitening_matrix: np.ndarray = None
+    typical_row_norm: float = None
 
     def __post_init__(self):
         if self.intercept_value is None:
@@ -270,6 +278,8 @@ class Scaling:
         if self.whitened:
             out.update(whitening_mean=self.whitening_mean, whitening_matrix=self.whitening_matrix,
                        intercept_value=float(self.intercept_value))
+        if self.typical_row_norm is not None:
+            out["typical_row_norm"] = float(self.typical_row_norm)
         return out
 
 
@@ -439,6 +449,7 @@ class PrivateStandardiser:
         cx = sx = whitening = None
         cy, sy = (None, None) if self.scale_target else (0.0, 1.0)
         gram_bound = row_bound = math.inf
+        typical_norm = None
         for name, planned in self._steps(d):
             if name == "feature_statistics":
                 stages = _STAGES[self.mode] if center else 1
@@ -477,19 +488,20 @@ class PrivateStandardiser:
                 norms = scaling.feature_norms(X)
                 median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log", jitter=_JITTER,
                                                  random_state=rng)
-                row_bound = bound_multiple * median
+                row_bound, typical_norm = bound_multiple * median, float(median)
                 if exact:
                     # Without noise nothing is clipped, but solvers that read the bound (step
                     # sizes, clip ranges) get the largest row norm, a finite number.
                     row_bound = max(float(norms.max(initial=0.0)), 1e-12)
             _check_within_plan(name, event, planned)
             released.append(event)
-        return self._scaling(cx, sx, cy, sy, row_bound, whitening), Sequential(released)
+        return self._scaling(cx, sx, cy, sy, row_bound, whitening, typical_norm), Sequential(released)
 
-    def _scaling(self, cx, sx, cy, sy, row_bound, whitening):
+    def _scaling(self, cx, sx, cy, sy, row_bound, whitening, typical_norm=None):
         return Scaling(self.mode, cx, sx, cy, sy, float(row_bound), 1.0, self.fit_intercept,
                        self.quantile_epsilon, intercept_value=whitening.kappa if self.fit_intercept else 1.0,
-                       whitening_mean=whitening.mean, whitening_matrix=whitening.matrix)
+                       whitening_mean=whitening.mean, whitening_matrix=whitening.matrix,
+                       typical_row_norm=typical_norm)
 
     @staticmethod
     def _standardised(X, cx, sx):

@@ -337,7 +337,7 @@ def private_column_statistics(X, epsilon, *, stages=4, random_state=None):
 
 def _column_statistics(X, epsilon, stages, rng, threads):
     """Centres and scales of the columns of ``X`` (the body of :func:`private_column_statistics`)."""
-    n, d = X.shape
+    d = X.shape[1]
     exact = np.isinf(epsilon)
     h1, h2, jl = (0.0, 0.0, 0.0) if exact else (_JITTER_T1, _JITTER_T2, _JITTER_LOG)
     lo, hi = _STAT_BOUNDS

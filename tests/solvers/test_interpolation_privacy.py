@@ -242,3 +242,19 @@ def test_composed_event_of_a_pure_fit_is_pure():
     problem, _, _ = neighbouring_problems(outputs_for("binary"))
     event = Sequential([solver.plan(spec(problem), budget_for(True))])
     assert event.epsilon(0.0) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", SOLVERS[1:])
+def test_localization_solvers_scale_unclipped_rows_to_the_public_bound(name):
+    """Direct use with an unclipped outlier row (norm 1e200): the rows are scaled to the public
+    row_bound first, so the certified ERM's work cannot depend on that row; no bound, no run."""
+    problem, _, changed = neighbouring_problems(outputs_for("binary"), n=240)
+    X = problem.X.copy()
+    X[changed, :-1] = 1e200
+    unclipped = dataclasses.replace(problem, X=X)
+    solver = get_solver(name, "interpolation")()
+    result = solver.run(spec(unclipped), unclipped, budget_for(False), np.random.default_rng(2))
+    assert np.all(np.isfinite(result.coef))
+    unbounded = dataclasses.replace(problem, X=X, row_bound=math.inf)
+    with pytest.raises(ValueError, match="public row_bound"):
+        solver.run(spec(unbounded), unbounded, budget_for(False), np.random.default_rng(2))

@@ -14,7 +14,7 @@ budget is not split across classes.
 With an intercept, the rows are first centred privately: one release of the
 mean of the feature parts (rows clipped to the released row bound, so the L2
 sensitivity is ``2 B / n``; a share :attr:`ClippedGD.centre_share` of the
-budget; skipped when the scaling mode already centres every column), and a
+budget; skipped when the scaling mode centres every column exactly), and a
 column is centred only where its released mean clearly exceeds
 the noise (public post-processing). The fit on centred rows is mapped back by
 moving ``W m`` into the intercept. On tables whose columns sit far from 0 and

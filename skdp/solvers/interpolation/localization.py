@@ -48,6 +48,7 @@ theory schedules use the paper's formulas with a public ``growth`` (lambda) and
 localisation; see :attr:`Interpolation.schedule`).
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -252,7 +253,28 @@ class _Localized(Solver):
         return run, L, R, x0
 
     def run(self, spec, problem, budget, rng):
+        if not problem.rows_clipped:
+            problem = _rows_clipped_to_bound(problem)
         return self._solve(problem, budget, rng)
+
+
+def _rows_clipped_to_bound(problem):
+    """The problem with every row scaled down to norm at most its public ``row_bound``.
+
+    The estimator always passes clipped rows. A direct caller may not: privacy
+    would still hold (the extension bounds every row's gradient), but one
+    unbounded row would make the certified ERM's smoothness, hence its
+    iteration count and floating-point range, depend on that row (a run time
+    set by one person, or an overflow). Scaling rows to a public bound is a
+    per-record map, so it changes nothing in the privacy argument.
+    """
+    if not math.isfinite(problem.row_bound) or problem.row_bound <= 0:
+        raise ValueError("The localization solvers need rows bounded by a public row_bound: pass a finite "
+                         "row_bound (rows are then scaled down to it) or rows already clipped to it. "
+                         "Nothing was released.")
+    norms = problem.row_norms()
+    factors = np.minimum(1.0, problem.row_bound / np.maximum(norms, 1e-300))
+    return dataclasses.replace(problem, X=problem.X * factors[:, None], rows_clipped=True)
 
 
 @register_solver
