@@ -64,6 +64,11 @@ from ._noise import release_vector, solver_event
 __all__ = ["EpochGrowth", "Interpolation", "Adaptive", "KappaGrowth"]
 
 
+# Largest condition number of a block's regularised ERM (about 20 sqrt(1e6) = 2e4 gradient
+# evaluations per halving of the distance); a public cap on eta, see _Run.capped_eta.
+MAX_ERM_CONDITION = 1e6
+
+
 class _Run:
     """One solver run: the problem, the budget, the generator and the log of public facts."""
 
@@ -78,6 +83,7 @@ class _Run:
         self.releases = 0
         self.events = []  # what each release drew; they read disjoint rows (parallel composition)
         self.log = []
+        self.capped = 0  # releases whose eta was lowered to bound the ERM's condition number
         bound = problem.row_bound if problem.rows_clipped and math.isfinite(problem.row_bound) else problem.row_scale
         self.smooth_row = problem.outputs.smoothness * bound**2
 
@@ -101,12 +107,34 @@ class _Run:
     # -- Algorithm 4's release ----------------------------------------------------------------
     def erm_release(self, rows, L, center, eta):
         """The certified regularised ERM on ``rows`` plus noise (see the module docstring)."""
+        eta = self.capped_eta(self.problem.subset(rows), len(rows), eta)
         x, sensitivity = self.certified_erm(self.problem, rows, L, center, eta)
         noisy, event = release_vector(x, sensitivity, self.budget, self.rng)
         self.events.append(event)
         self.releases += 1
         self.log.append({"rows": len(rows), "lipschitz": L, "eta": eta, "sensitivity": sensitivity})
         return noisy
+
+    def capped_eta(self, sub, b, eta):
+        """``eta`` lowered so that the block's ERM has condition number at most :data:`MAX_ERM_CONDITION`.
+
+        The ERM's strong convexity is ``2 / (eta b)`` and its smoothness that plus the
+        public row smoothness and ridge, so its condition number is
+        ``1 + (smooth_row + ridge) eta b / 2``; the certified solver needs about the
+        square root of it in iterations. Raw tables under a public clip (breast
+        cancer at epsilon = 0.1) reached 3.5e9 and one fit took 100 s. A smaller
+        ``eta`` only regularises the block more towards its (released) centre; the
+        sensitivity ``L eta + 2 tol`` is computed from the ``eta`` actually used, and
+        the cap reads public quantities only.
+        """
+        curvature = self.smooth_row + sub.max_penalty
+        if curvature <= 0:
+            return eta
+        cap = 2.0 * (MAX_ERM_CONDITION - 1.0) / (b * curvature)
+        if eta > cap:
+            self.capped += 1
+            return cap
+        return eta
 
     def certified_erm(self, problem, rows, L, center, eta):
         """The certified minimiser of the block's objective and its replace-one L2 sensitivity."""
@@ -187,7 +215,8 @@ class _Run:
 
     def result(self, coef, name, extra):
         schedule = {"algorithm": name, "n_steps": self.releases, "releases": self.releases,
-                    "lipschitz": [e["lipschitz"] for e in self.log], "block_rows": [e["rows"] for e in self.log]}
+                    "lipschitz": [e["lipschitz"] for e in self.log], "block_rows": [e["rows"] for e in self.log],
+                    "eta": [e["eta"] for e in self.log], "capped_steps": self.capped}
         schedule.update(extra)
         return SolverResult(coef.reshape(self.k, self.p), Parallel(self.events), schedule)
 
