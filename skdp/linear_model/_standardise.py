@@ -465,7 +465,8 @@ class PrivateStandardiser:
                                                      * magnitude_check_sensitivity(d), random_state=rng)
                 sx = sx * 10.0 ** off
             elif name == "second_moment_bound":
-                norms = self._standardised(X, cx, sx).row_norms()
+                standardised = self._standardised(X, cx, sx)  # reused by the next step
+                norms = standardised.row_norms()
                 median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log",
                                                  jitter=_JITTER, random_state=rng)
                 # The Gram's clip does not grow with the budget (m_B = 1): the solution does not
@@ -475,7 +476,7 @@ class PrivateStandardiser:
                 # epsilon 1 to 5; informative heavy tails were unchanged either way.
                 gram_bound = _BOUND_MULTIPLE * median
             elif name == "second_moment":
-                rows = self._standardised(X, cx, sx).blocks()
+                rows = standardised.blocks()
                 bound = gram_bound if not exact else math.inf
                 std = 0.0 if exact else self._std(GRAM_SHARE) * _sensitivity_of_gram(gram_bound, n)
                 gram, event = private_second_moment(rows, bound, std, random_state=rng)
