@@ -212,3 +212,23 @@ def test_localization_erm_condition_is_capped_on_raw_tables():
     assert schedule["capped_steps"] >= 1
     assert model.privacy_event_.epsilon(1e-5) == pytest.approx(0.1, rel=1e-6)
     assert np.all(np.isfinite(model.coef_))
+
+
+@pytest.mark.parametrize("algorithm", ["clipped_gd", "epoch_growth"])
+def test_error_on_separable_data_falls_faster_than_one_over_n_squared(algorithm):
+    """Interpolation: with a margin, the test error at epsilon = 1 falls much faster than 1/n
+    (the rate for non-separable data is 1/sqrt(n)). From n = 2000 to 8000 it falls by more than
+    16 = 4^2: measured medians 0.041 -> 0.000 (clipped_gd) and 0.116 -> 0.0002 (epoch_growth).
+    The localization method does not beat the clipped baseline at any n measured (see the
+    benchmark), so this test checks the fast rate of each, not the paper's comparison."""
+    errors = {}
+    for n in (2000, 8000):
+        runs = []
+        for seed in range(5):
+            X, y = separable(n + 4000, d=20, seed=seed)
+            model = DPInterpolatingClassifier(epsilon=1.0, algorithm=algorithm, classes=[0, 1],
+                                              accountant=BudgetAccountant(), random_state=seed)
+            runs.append(1.0 - model.fit(X[:n], y[:n]).score(X[n:], y[n:]))
+        errors[n] = np.median(runs)
+    assert errors[2000] > 0.01  # the test can fail: the smaller fit still errs
+    assert errors[8000] <= errors[2000] / 16
