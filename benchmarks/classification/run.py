@@ -5,8 +5,11 @@ scikit-learn's breast cancer and digits (75/25 stratified splits). Every
 algorithm runs on raw data with private scaling; the references are
 non-private LogisticRegression and LinearSVC on standardised data.
 
-With ``--grid``, the default ("auto") and the references also run on separable
-data over n in {500, 2000, 20000} and d in {20, 100, 500} (tasks "grid_n*_d*").
+With ``--grid``, the default ("auto") and LogisticRegression also run on separable
+data over n in {500, 1000, 2000, 5000, 20000} and d in {20, 100, 500}, and on the same
+data with 5% and 20% of the labels flipped (tasks "grid_n*_d*", "grid_flip5_n*_d*",
+"grid_flip20_n*_d*"), at every epsilon; ``--grid-filter`` keeps the grid tasks whose
+name contains a string (to split the grid between processes).
 
 Usage: python benchmarks/classification/run.py [--seeds 3] [--grid] [--out results/raw.csv]
 Resumable: cells already in the CSV are skipped. Summarise with summarize.py.
@@ -30,7 +33,7 @@ from skdp import BudgetAccountant, DPInterpolatingClassifier
 
 ALGORITHMS = ("auto", "clipped_gd", "epoch_growth", "interpolation", "adaptive", "kappa_growth")
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0)
-GRID_EPSILONS = (0.1, 1.0, 5.0)
+GRID_EPSILONS = EPSILONS
 FIELDS = ("task", "method", "epsilon", "delta", "seed", "accuracy", "seconds")
 
 
@@ -65,7 +68,9 @@ TASKS = {
     "breast_cancer": lambda s: real(load_breast_cancer, s),
     "digits": lambda s: real(load_digits, s),
 }
-GRID = {f"grid_n{n}_d{d}": (lambda s, n=n, d=d: separable(n, d, s)) for n in (500, 2000, 20000) for d in (20, 100, 500)}
+GRID_FLIPS = {"": 0.0, "flip5_": 0.05, "flip20_": 0.2}
+GRID = {f"grid_{tag}n{n}_d{d}": (lambda s, n=n, d=d, flip=flip: separable(n, d, s, flip=flip))
+        for tag, flip in GRID_FLIPS.items() for n in (500, 1000, 2000, 5000, 20000) for d in (20, 100, 500)}
 
 
 def run_cell(task, method, eps, delta, seed):
@@ -87,6 +92,7 @@ def main():
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "raw.csv"))
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--grid", action="store_true")
+    parser.add_argument("--grid-filter", default="", help="only grid tasks whose name contains this")
     parser.add_argument("--methods", default=",".join(ALGORITHMS),
                         help="DP methods of the main table (the references always run)")
     args = parser.parse_args()
@@ -101,13 +107,15 @@ def main():
         if new:
             writer.writeheader()
         methods = [m for m in args.methods.split(",") if m]
-        cells = [(t, m, eps, 1e-5) for t in args.tasks.split(",") for m in methods for eps in EPSILONS]
-        cells += [(t, m, 1.0, 0.0) for t in args.tasks.split(",") for m in ("auto", "clipped_gd", "epoch_growth")
+        tasks = [t for t in args.tasks.split(",") if t]
+        cells = [(t, m, eps, 1e-5) for t in tasks for m in methods for eps in EPSILONS]
+        cells += [(t, m, 1.0, 0.0) for t in tasks for m in ("auto", "clipped_gd", "epoch_growth")
                   if m in methods]
-        cells += [(t, m, float("inf"), 0.0) for t in args.tasks.split(",") for m in ("LogisticRegression", "LinearSVC")]
+        cells += [(t, m, float("inf"), 0.0) for t in tasks for m in ("LogisticRegression", "LinearSVC")]
         if args.grid:
-            cells += [(t, "auto", eps, 1e-5) for t in GRID for eps in GRID_EPSILONS]
-            cells += [(t, "LogisticRegression", float("inf"), 0.0) for t in GRID]
+            grid = [t for t in GRID if args.grid_filter in t]
+            cells += [(t, "auto", eps, 1e-5) for t in grid for eps in GRID_EPSILONS]
+            cells += [(t, "LogisticRegression", float("inf"), 0.0) for t in grid]
         for task, method, eps, delta in cells:
             for seed in range(args.seeds):
                 key = (task, method, str(eps), str(delta), str(seed))

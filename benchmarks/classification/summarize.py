@@ -4,7 +4,7 @@ Usage: python benchmarks/classification/summarize.py [raw.csv] [--plots DIR]
 
 ``--plots`` also writes, into DIR, one figure per main task (median accuracy against epsilon for
 every method, the non-private references as dashed lines) and one of the size grid of the default
-(accuracy against n for each d and epsilon). Plotting needs matplotlib (the ``bench`` extra).
+(accuracy against n for each d, epsilon and share of flipped labels). Plotting needs matplotlib (the ``bench`` extra).
 """
 
 import argparse
@@ -55,19 +55,26 @@ def plots(df, outdir):
         return
     grid["n"] = grid.task.str.extract(r"_n(\d+)_").astype(int)
     grid["d"] = grid.task.str.extract(r"_d(\d+)$").astype(int)
+    grid["flip"] = grid.task.str.extract(r"_flip(\d+)_")[0].astype(float).fillna(0).astype(int)
     epsilons = sorted(grid.epsilon.unique())
-    fig, axes = plt.subplots(1, len(epsilons), figsize=(4 * len(epsilons), 3.6), sharey=True)
-    for ax, eps in zip(np.atleast_1d(axes), epsilons):
-        for d, rows in grid[grid.epsilon == eps].groupby("d"):
-            med = rows.groupby("n").accuracy.median()
-            ax.plot(med.index, med.values, marker="o", label=f"d = {d}")
-        ax.set_xscale("log")
+    flips = sorted(grid.flip.unique())
+    fig, axes = plt.subplots(len(flips), len(epsilons), figsize=(3.2 * len(epsilons), 2.8 * len(flips)),
+                             sharey=True, squeeze=False)
+    for row, flip in zip(axes, flips):
+        for ax, eps in zip(row, epsilons):
+            for d, rows in grid[(grid.epsilon == eps) & (grid.flip == flip)].groupby("d"):
+                med = rows.groupby("n").accuracy.median()
+                ax.plot(med.index, med.values, marker="o", label=f"d = {d}")
+            ax.set_xscale("log")
+            ax.set_title(f"{flip}% flipped, epsilon = {eps:g}", fontsize=9)
+            ax.axhline(1.0 - flip / 100, ls="--", lw=0.8, color="grey")
+        row[0].set_ylabel("median test accuracy")
+        row[0].legend(fontsize=7)
+    for ax in axes[-1]:
         ax.set_xlabel("n")
-        ax.set_title(f"default, epsilon = {eps:g}")
-        ax.legend(fontsize=7)
-    np.atleast_1d(axes)[0].set_ylabel("median test accuracy (separable)")
+    fig.suptitle("default (auto); dashed: the accuracy of the true direction", fontsize=10)
     fig.tight_layout()
-    fig.savefig(outdir / "grid.png", dpi=110)
+    fig.savefig(outdir / "grid.png", dpi=100)
     plt.close(fig)
 
 

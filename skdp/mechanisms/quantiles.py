@@ -24,8 +24,9 @@ __all__ = ["private_quantile", "private_scale"]
 
 def _check_bounds(bounds, scale):
     lower, upper = (float(b) for b in bounds)
-    if not lower < upper or not np.isfinite([lower, upper]).all():
-        raise ValueError(f"bounds must be finite with lower < upper; got {bounds!r}.")
+    if not lower < upper or not np.isfinite([lower, upper]).all() or not np.isfinite(upper - lower):
+        # A width that overflows would make every interval's share of the range 0.
+        raise ValueError(f"bounds must be finite with lower < upper and a finite width; got {bounds!r}.")
     if scale == "log" and lower <= 0:
         raise ValueError(f"scale='log' needs a positive lower bound; got {lower!r}.")
     return lower, upper
@@ -163,7 +164,8 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
     # then a point inside it from the base measure restricted to it. Drawing the
     # uniforms here, in column order, keeps the result independent of how the
     # columns are split between threads.
-    u = rng.random(n_columns)
+    # In (0, 1]: u = 0 could select a leading interval of zero weight.
+    u = 1.0 - rng.random(n_columns)
     lo, hi = np.empty(n_columns), np.empty(n_columns)
 
     def draw_intervals(cols):
@@ -204,7 +206,11 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
             ranks = np.maximum(np.arange(n + 1, dtype=float) - n_absent[cols[row]], 0.0)
             with np.errstate(divide="ignore"):
                 log_weight = np.log(mass[row]) - 0.5 * epsilon * np.abs(ranks - quantile * n_present[cols[row]])
-            weight[row] = np.cumsum(np.exp(log_weight - log_weight.max()))
+            top = log_weight.max()
+            if not np.isfinite(top):  # no interval has positive mass: refuse rather than pick one
+                raise ValueError("Every interval of the public range has zero base measure; check the "
+                                 "bounds and the prior.")
+            weight[row] = np.cumsum(np.exp(log_weight - top))
         for row, j in enumerate(cols):
             k = min(int(np.searchsorted(weight[row], u[j] * weight[row, -1], side="left")), n)
             lo[j], hi[j] = edges[row, k], edges[row, k + 1]

@@ -200,20 +200,6 @@ def test_whitened_modes_clip_at_the_released_norm_of_the_whitened_rows_and_centr
     assert np.median(scores) >= 0.82
 
 
-def test_localization_erm_condition_is_capped_on_raw_tables():
-    """Raw breast cancer at epsilon = 0.1 under the public clip of the "minimal" scaling gave the
-    block ERMs of algorithm="interpolation" a condition number of 3.5e9 (a 100 s fit); eta is now
-    lowered publicly so that it stays at most 1e6."""
-    X, y = load_breast_cancer(return_X_y=True)
-    X_train, _, y_train, _ = train_test_split(X, y, test_size=0.25, stratify=y, random_state=1)
-    model = DPInterpolatingClassifier(epsilon=0.1, algorithm="interpolation", classes=[0, 1],
-                                      accountant=BudgetAccountant(), random_state=1).fit(X_train, y_train)
-    schedule = model.schedule_
-    assert schedule["capped_steps"] >= 1
-    assert model.privacy_event_.epsilon(1e-5) == pytest.approx(0.1, rel=1e-6)
-    assert np.all(np.isfinite(model.coef_))
-
-
 @pytest.mark.parametrize("algorithm", ["clipped_gd", "epoch_growth"])
 def test_error_on_separable_data_falls_faster_than_one_over_n_squared(algorithm):
     """Interpolation: with a margin, the test error at epsilon = 1 falls much faster than 1/n

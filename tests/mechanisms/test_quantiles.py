@@ -142,3 +142,12 @@ def test_results_do_not_depend_on_the_worker_threads():
     two = quantile_columns(X, 0.5, 0.01, (1e-6, 1e6), scale="log", random_state=3, threads=2)[0]
     np.testing.assert_array_equal(one, two)
     assert np.all(np.abs(np.log(one)) < 0.05)  # the median of a standard log-normal is 1
+
+
+def test_bounds_whose_width_overflows_are_refused():
+    """(-1e308, 1e308) has an infinite width: every interval's share would be 0 and the draw
+    would fall on the interval below the data minimum, releasing it."""
+    with pytest.raises(ValueError, match="finite width"):
+        private_quantile(np.linspace(-1, 1, 101), 0.5, 1.0, (-1e308, 1e308))
+    est, _ = private_quantile(np.linspace(-1, 1, 101), 0.5, 1.0, (-1e300, 1e300), random_state=0)
+    assert np.isfinite(est)

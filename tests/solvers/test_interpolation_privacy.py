@@ -251,10 +251,46 @@ def test_localization_solvers_scale_unclipped_rows_to_the_public_bound(name):
     problem, _, changed = neighbouring_problems(outputs_for("binary"), n=240)
     X = problem.X.copy()
     X[changed, :-1] = 1e200
+    X[(changed + 1) % len(X), 0] = np.inf  # a non-finite entry: the row becomes 0
     unclipped = dataclasses.replace(problem, X=X)
+    clipped = localization._rows_clipped_to_bound(unclipped)
+    norms = np.linalg.norm(clipped.X, axis=1)
+    assert norms[changed] == pytest.approx(problem.row_bound)  # scaled to the bound, not to 0
+    assert norms[(changed + 1) % len(X)] == 0.0
+    assert np.all(norms <= problem.row_bound * (1 + 1e-12))
     solver = get_solver(name, "interpolation")()
     result = solver.run(spec(unclipped), unclipped, budget_for(False), np.random.default_rng(2))
     assert np.all(np.isfinite(result.coef))
     unbounded = dataclasses.replace(problem, X=X, row_bound=math.inf)
     with pytest.raises(ValueError, match="public row_bound"):
         solver.run(spec(unbounded), unbounded, budget_for(False), np.random.default_rng(2))
+
+
+@pytest.mark.parametrize(("name", "pure"), [("epoch_growth", False), ("kappa_growth", True)])
+def test_eta_cap_bounds_the_erm_condition_and_keeps_every_release_within_its_sensitivity(name, pure, monkeypatch):
+    """A public row bound of 1e4 makes every block ERM's condition number far above 1e6 (raw breast
+    cancer at epsilon = 0.1 reached 3.5e9, a 100 s fit); eta is lowered to keep it at most 1e6, and
+    the sensitivity uses the lowered eta."""
+    problem, neighbour, changed = neighbouring_problems(outputs_for("binary"), n=240, clip_rows=True)
+    problem = dataclasses.replace(problem, row_bound=1e4)
+    neighbour = dataclasses.replace(neighbour, row_bound=1e4)
+    conditions, ratios = [], []
+    original = localization._Run.certified_erm
+
+    def coupled(self, prob, rows, L, center, eta):
+        sub = prob.subset(rows)
+        strong = 2.0 / (eta * len(rows))
+        conditions.append((self.smooth_row + strong + sub.max_penalty) / strong)
+        x, sensitivity = original(self, prob, rows, L, center, eta)
+        x2, _ = original(self, neighbour, rows, L, center, eta)
+        assert sensitivity >= L * eta  # computed from the eta actually used (the capped one)
+        if changed in rows:
+            ratios.append(float(np.linalg.norm(x - x2)) / sensitivity)
+        return x, sensitivity
+
+    monkeypatch.setattr(localization._Run, "certified_erm", coupled)
+    solver = get_solver(name, "interpolation")()
+    result = solver.run(spec(problem), problem, budget_for(pure), np.random.default_rng(3))
+    assert result.schedule["capped_steps"] == result.schedule["releases"] >= 1
+    assert max(conditions) <= localization.MAX_ERM_CONDITION * (1 + 1e-9)
+    assert len(ratios) == 1 and ratios[0] <= 1.0

@@ -301,9 +301,16 @@ def _rows_clipped_to_bound(problem):
         raise ValueError("The localization solvers need rows bounded by a public row_bound: pass a finite "
                          "row_bound (rows are then scaled down to it) or rows already clipped to it. "
                          "Nothing was released.")
-    norms = problem.row_norms()
-    factors = np.minimum(1.0, problem.row_bound / np.maximum(norms, 1e-300))
-    return dataclasses.replace(problem, X=problem.X * factors[:, None], rows_clipped=True)
+    X = np.asarray(problem.X, dtype=float)
+    # A row with a non-finite entry becomes 0 (a per-record rule, as in clip_rows); norms are
+    # taken of rows divided by their largest entry, so no row above 1e154 overflows to a
+    # zero scaling factor.
+    X = np.where(np.isfinite(X).all(axis=1)[:, None], X, 0.0)
+    peak = np.abs(X).max(axis=1, initial=0.0)
+    unit = X / np.where(peak > 0, peak, 1.0)[:, None]
+    unit_norm = np.sqrt(np.einsum("ij,ij->i", unit, unit))
+    length = np.minimum(peak, problem.row_bound / np.maximum(unit_norm, 1e-300))
+    return dataclasses.replace(problem, X=unit * length[:, None], rows_clipped=True)
 
 
 @register_solver
