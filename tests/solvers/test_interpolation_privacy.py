@@ -268,8 +268,8 @@ def test_localization_solvers_scale_unclipped_rows_to_the_public_bound(name):
 
 @pytest.mark.parametrize(("name", "pure"), [("epoch_growth", False), ("kappa_growth", True)])
 def test_eta_cap_bounds_the_erm_condition_and_keeps_every_release_within_its_sensitivity(name, pure, monkeypatch):
-    """A public row bound of 1e4 makes every block ERM's condition number far above 1e6 (raw breast
-    cancer at epsilon = 0.1 reached 3.5e9, a 100 s fit); eta is lowered to keep it at most 1e6, and
+    """A public row bound of 1e4 makes every block ERM's condition number far above the cap (raw breast
+    cancer at epsilon = 0.1 reached 3.5e9, a 100 s fit); eta is lowered to keep it at most the cap, and
     the sensitivity uses the lowered eta."""
     problem, neighbour, changed = neighbouring_problems(outputs_for("binary"), n=240, clip_rows=True)
     problem = dataclasses.replace(problem, row_bound=1e4)
