@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ...mechanisms import clip_factors
+from ...mechanisms import clipped_sum
 from ._noise import release_vector
 
 __all__ = ["release_row_mean", "centred_problem", "uncentred_coef"]
@@ -49,9 +49,7 @@ def release_row_mean(problem, budget, rng):
     bound = float(problem.row_bound)
     if not math.isfinite(bound):
         raise ValueError("A private row mean needs a finite row bound.")
-    features = problem.X[:, : p - 1]
-    factors = clip_factors(np.linalg.norm(features, axis=1), bound)
-    total = factors @ features
+    total = clipped_sum(problem.X[:, : p - 1], bound)
     noisy, event = release_vector(total, 2.0 * bound, budget, rng)
     kind, level = budget
     scale = 2.0 * bound / level

@@ -109,7 +109,7 @@ class _Run:
     # -- Algorithm 4's release ----------------------------------------------------------------
     def erm_release(self, rows, L, center, eta):
         """The certified regularised ERM on ``rows`` plus noise (see the module docstring)."""
-        eta = self.capped_eta(self.problem.subset(rows), len(rows), eta)
+        eta = self.capped_eta(len(rows), eta)
         x, sensitivity = self.certified_erm(self.problem, rows, L, center, eta)
         noisy, event = release_vector(x, sensitivity, self.budget, self.rng)
         self.events.append(event)
@@ -117,7 +117,7 @@ class _Run:
         self.log.append({"rows": len(rows), "lipschitz": L, "eta": eta, "sensitivity": sensitivity})
         return noisy
 
-    def capped_eta(self, sub, b, eta):
+    def capped_eta(self, b, eta):
         """``eta`` lowered so that the block's ERM has condition number at most ``MAX_ERM_CONDITION``.
 
         The ERM's strong convexity is ``2 / (eta b)`` and its smoothness that plus the
@@ -129,7 +129,7 @@ class _Run:
         sensitivity ``L eta + 2 tol`` is computed from the ``eta`` actually used, and
         the cap reads public quantities only.
         """
-        curvature = self.smooth_row + sub.max_penalty
+        curvature = self.smooth_row + self.problem.max_penalty  # the ridge is the same for every block
         if curvature <= 0:
             return eta
         cap = 2.0 * (MAX_ERM_CONDITION - 1.0) / (b * curvature)
