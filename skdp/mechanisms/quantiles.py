@@ -263,6 +263,8 @@ def _interval_masses(edges, pieces):
     inside one piece the mass ``width * density`` in one pass; only the few
     intervals that straddle a knot go through the general per-piece sum.
     """
+    if edges.shape[0] == 0:  # no columns
+        return np.empty((0, edges.shape[1] - 1))
     starts = np.array([a for a, _, _ in pieces])
     ends = np.array([b for _, b, _ in pieces])
     tiled = (np.all(np.diff(starts) > 0) and np.array_equal(starts[1:], ends[:-1])

@@ -151,3 +151,11 @@ def test_bounds_whose_width_overflows_are_refused():
         private_quantile(np.linspace(-1, 1, 101), 0.5, 1.0, (-1e308, 1e308))
     est, _ = private_quantile(np.linspace(-1, 1, 101), 0.5, 1.0, (-1e300, 1e300), random_state=0)
     assert np.isfinite(est)
+
+
+def test_no_columns_give_an_empty_estimate_with_or_without_a_prior():
+    from skdp.mechanisms import SCALE_PRIOR
+
+    for kwargs in ({}, {"scale": "log", "nonzero": True, "prior": SCALE_PRIOR}):
+        est, event = private_quantile(np.zeros((5, 0)), 0.5, 1.0, (1e-15, 1e15), random_state=0, **kwargs)
+        assert est.shape == (0,) and event.epsilon(0.0) == 0.0
