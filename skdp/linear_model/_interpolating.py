@@ -135,7 +135,7 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     at least as accurate as every localization method in every cell measured;
     under pure DP its steps compose by basic composition, and the one-release
     ERM was more accurate on the synthetic tasks (separable, n = 5000,
-    epsilon = 1: 0.78 against 0.61). On breast cancer and digits both fail
+    epsilon = 1: 0.76 against 0.60). On breast cancer and digits both fail
     under pure DP at epsilon = 1 (at most 0.63 and 0.12).
 
     With an intercept, "clipped_gd" first centres the rows privately (one
