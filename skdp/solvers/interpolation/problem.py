@@ -35,6 +35,7 @@ import numpy as np
 from scipy import special
 
 from ...losses import LogisticLoss
+from ...mechanisms import row_norms
 
 __all__ = ["ClassificationProblem", "OneVsRestOutputs", "JointSquaredOutputs", "SoftmaxOutputs"]
 
@@ -191,7 +192,7 @@ class ClassificationProblem:
 
     def row_norms(self):
         if self._norms is None:
-            self._norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
+            self._norms = row_norms(self.X)
         return self._norms
 
     def mean_loss_and_gradient(self, W, slope=None):
