@@ -42,27 +42,24 @@ from sklearn.svm import LinearSVC
 
 from skdp import BudgetAccountant, DPInterpolatingClassifier
 from skdp.accounting import dp_to_gdp
+from skdp.mechanisms import clip_rows, row_norms
 
 DELTA = 1e-5
 EPSILONS = (1.0, 2.0)
 OUT = Path(__file__).parent / "results" / "ideal_baselines.md"
 
 
-def clipped(X, bound=1.0):
-    norms = np.linalg.norm(X, axis=1)
-    return X * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
-
-
 def ideal_centroid(X, s, mu, rng):
     """Sum of s_i x_i over rows clipped to norm 1 (L2 sensitivity 2), one release at mu-GDP."""
     noise = rng.normal(size=X.shape[1]) * 2.0 / mu if math.isfinite(mu) else 0.0
-    return s @ clipped(X) + noise
+    return s @ clip_rows(X, 1.0) + noise
 
 
 def ideal_clipped_gd(X, s, mu, rng, n_steps):
     """Clipped full-batch GD on the squared hinge, T releases at mu / sqrt(T) each (together mu-GDP)."""
     n, d = X.shape
-    X = clipped(X)
+    X = clip_rows(X, 1.0)
+    norms = row_norms(X)
     lam = float(np.linalg.eigvalsh(X.T @ X / n)[-1])
     eta0 = 1.0 / (2.0 * lam)
     tau = max(1.0, n_steps / 4.0)
@@ -70,9 +67,9 @@ def ideal_clipped_gd(X, s, mu, rng, n_steps):
     w, average, count = np.zeros(d), np.zeros(d), 0
     for t in range(n_steps):
         slack = np.maximum(0.0, 1.0 - s * (X @ w))
-        per_row = 2.0 * slack  # gradient norm of each row over ||x_i|| (<= 1 after clipping the rows)
-        scale = np.minimum(1.0, 1.0 / np.maximum(per_row * np.linalg.norm(X, axis=1), 1e-300))
-        total = -(s * per_row * scale) @ X + rng.normal(size=d) * sigma
+        derivative = 2.0 * slack  # row i's gradient is -s_i * derivative_i * x_i
+        scale = np.minimum(1.0, 1.0 / np.maximum(derivative * norms, 1e-300))  # clip each gradient to norm 1
+        total = -(s * derivative * scale) @ X + rng.normal(size=d) * sigma
         w = w - eta0 * min(1.0, tau / (t + 1)) * total / n
         if t >= n_steps // 2:
             average += w
