@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["InvalidParameterError", "Interval", "Options", "validate_params"]
+__all__ = ["InvalidParameterError", "Interval", "Options", "Predicate", "check_values", "validate_params"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -67,6 +67,30 @@ class Options:
         return f"a str among {sorted(self.options)}"
 
 
+class Predicate:
+    """A value accepted by a test function, described in words (for compound values such as tuples).
+
+    Parameters
+    ----------
+    test : callable
+        ``value -> bool``; an exception counts as False.
+    description : str
+        What the value must be ("a non-empty tuple of positive numbers").
+    """
+
+    def __init__(self, test, description):
+        self.test, self.description = test, description
+
+    def is_satisfied_by(self, value):
+        try:
+            return bool(self.test(value))
+        except Exception:  # noqa: BLE001 - a value the test cannot handle is not valid
+            return False
+
+    def __str__(self):
+        return self.description
+
+
 def _satisfied(constraint, value):
     if constraint is None:
         return value is None
@@ -113,8 +137,18 @@ def validate_params(estimator):
     InvalidParameterError
         Naming the parameter, what it must be, and what was given.
     """
-    constraints = getattr(estimator, "_parameter_constraints", {})
-    params = estimator.get_params(deep=False)
+    check_values(type(estimator).__name__, estimator.get_params(deep=False),
+                 getattr(estimator, "_parameter_constraints", {}))
+
+
+def check_values(owner, params, constraints):
+    """Check ``{name: value}`` against ``{name: [constraint, ...]}`` (names without constraints pass).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the parameter of ``owner``, what it must be, and what was given.
+    """
     for name, value in params.items():
         options = constraints.get(name)
         if options is None or options == "no_validation":
@@ -124,6 +158,6 @@ def validate_params(estimator):
         described = [_describe(c) for c in options]
         expected = described[0] if len(described) == 1 else ", ".join(described[:-1]) + " or " + described[-1]
         raise InvalidParameterError(
-            f"The {name!r} parameter of {type(estimator).__name__} must be {expected}. "
+            f"The {name!r} parameter of {owner} must be {expected}. "
             f"Got {value!r} instead."
         )

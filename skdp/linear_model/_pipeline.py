@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
 from ..accounting import LowBudgetWarning, PrivacyLeakWarning, Sequential
-from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver
+from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, solver_names
 from ._budget import plan_budget, plan_pure_budget
 from ._fit_check import private_fit_check
 from ._standardise import COEF_RADIUS, WHITENED_MODES
@@ -251,6 +251,13 @@ class PrivateLinearModel(DPEstimatorMixin):
         """The solver the user asked for (None for "auto"); unavailable solvers refuse here."""
         algorithm = self.algorithm
         if isinstance(algorithm, Solver):
+            if algorithm.family != self._solver_family:
+                offered = ", ".join(repr(name) for name in solver_names(self._solver_family))
+                raise ValueError(
+                    f"algorithm={algorithm!r} is a solver of the {algorithm.family!r} family; "
+                    f"{type(self).__name__} takes a solver of the {self._solver_family!r} family "
+                    f"(one of {offered}, by name or as an instance). Nothing was spent.")
+            algorithm.validate()
             return algorithm
         if algorithm == "auto":
             return None

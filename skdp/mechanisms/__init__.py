@@ -14,7 +14,7 @@ from .clipping import (
     clipped_sum,
     row_norms,
 )
-from .erm import CertifiedSolution, certified_minimize, erm_sensitivity, output_perturbation
+from .erm import CertifiedSolution, certified_minimize, erm_sensitivity, guaranteed_steps, output_perturbation
 from .noise import (
     NON_PRIVATE_RELEASE,
     bounded_laplace_event,
@@ -80,5 +80,6 @@ __all__ = [
     "CertifiedSolution",
     "certified_minimize",
     "erm_sensitivity",
+    "guaranteed_steps",
     "output_perturbation",
 ]

@@ -21,6 +21,21 @@ run to a tolerance): do not publish fit times of private models. Floating point
 limits the tolerance that can be certified: both bounds carry a margin for
 rounding, and tolerances below ``16 eps * smoothness / strong_convexity *
 (radius + |center|)`` are refused before anything is computed.
+
+**A guarantee that needs no certificate.** Close to that floor the certificate
+itself is decided by rounding, so whether it passes can depend on one row. A
+private caller must not raise there (an exception after the budget is charged
+is a release). When the caller declares ``smoothness`` a true upper bound and
+gives ``gradient_bound`` (a bound on the gradient norm at the start), the
+distance guarantee follows from public constants alone: the solver is then
+V-FISTA (steps ``1 / smoothness``, constant momentum ``(sqrt(k) - 1) / (sqrt(k)
++ 1)``, ``k = smoothness / strong_convexity``; Beck, *First-Order Methods in
+Optimization*, 2017, Theorem 10.42) for a number of steps computed from
+``(strong_convexity, smoothness, radius, gradient_bound, tol)`` only
+(:func:`guaranteed_steps`), after which ``||x - x*|| <= tol / 2`` in exact
+arithmetic; the certificate may end it earlier. Either way the point returned
+is within ``tol`` of the minimiser, and nothing raises after the public
+arguments are checked.
 """
 
 import math
@@ -31,7 +46,7 @@ import numpy as np
 from ..accounting import GaussianRelease
 from ._random import check_generator
 
-__all__ = ["CertifiedSolution", "certified_minimize", "erm_sensitivity", "output_perturbation"]
+__all__ = ["CertifiedSolution", "certified_minimize", "erm_sensitivity", "guaranteed_steps", "output_perturbation"]
 
 
 @dataclass(frozen=True)
@@ -56,29 +71,59 @@ def _ball_projector(center, radius):
     return project
 
 
-def _gradient_step(fun_and_grad, project, x, f_x, g_x, step):
+def _gradient_step(fun_and_grad, project, x, f_x, g_x, step, min_step=0.0):
     """Projected gradient step from ``x`` with backtracking on the sufficient-decrease test.
 
     The test ``f(x+) <= f(x) + <g, d> + |d|^2 / (2t)`` is what the certificate
     needs. For a convex ``f`` it follows from ``<grad f(x+) - g, d> <= |d|^2/(2t)``
     (since ``f(x+) - f(x) <= <grad f(x+), d>``), a form that compares gradients
     instead of nearly equal function values and so stays exact in floating point
-    close to the minimiser; either form is accepted.
+    close to the minimiser; either form is accepted. At ``step <= min_step`` (the
+    inverse of a true smoothness bound) the test holds in exact arithmetic, so a
+    failure there is rounding and the step is taken.
     """
     while True:
         x_new = project(x - step * g_x)
         diff = x_new - x
         f_new, g_new = fun_and_grad(x_new)
         quad = float(diff @ diff) / (2.0 * step)
-        if float((g_new - g_x) @ diff) <= quad or f_new <= f_x + float(g_x @ diff) + quad:
+        if (step <= min_step or float((g_new - g_x) @ diff) <= quad
+                or f_new <= f_x + float(g_x @ diff) + quad):
             return x_new, f_new, g_new, step
         step *= 0.5
         if step < 1e-300:  # pragma: no cover - only for a non-finite objective
             raise FloatingPointError("Backtracking failed: is the objective finite and smooth?")
 
 
+def guaranteed_steps(strong_convexity, smoothness, radius, gradient_bound, tol):
+    """V-FISTA steps after which the iterate is within ``tol / 2`` of the minimiser (public constants only).
+
+    For ``F = f + indicator(ball)`` with ``f`` ``mu``-strongly convex and
+    ``H``-smooth, V-FISTA with step ``1 / H`` satisfies
+    ``F(x_k) - F* <= (1 - 1 / sqrt(kappa))^k (F(x_0) - F* + mu / 2 ||x_0 - x*||^2)``
+    (Beck 2017, Theorem 10.42), and strong convexity gives
+    ``||x_k - x*||^2 <= 2 (F(x_k) - F*) / mu``. With ``x_0`` and ``x*`` in the
+    ball (distance at most ``2 radius``) and ``F(x_0) - F* <= G 2 radius``
+    (convexity, ``G`` a bound on ``||grad f(x_0)||``), the smallest ``k`` with
+    ``2 / mu (1 - 1 / sqrt(kappa))^k (2 G radius + 2 mu radius^2) <= (tol / 2)^2``.
+
+    Examples
+    --------
+    >>> from skdp.mechanisms import guaranteed_steps
+    >>> guaranteed_steps(strong_convexity=1.0, smoothness=100.0, radius=1.0, gradient_bound=10.0, tol=1e-6)
+    312
+    """
+    mu, H = float(strong_convexity), max(float(smoothness), float(strong_convexity))
+    start = 2.0 / mu * (2.0 * float(gradient_bound) * float(radius) + 2.0 * mu * float(radius) ** 2)
+    target = (0.5 * float(tol)) ** 2
+    if start <= target:
+        return 0
+    rate = -math.log1p(-1.0 / math.sqrt(H / mu)) if H > mu else math.inf
+    return max(1, int(math.ceil(math.log(start / target) / rate)))
+
+
 def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, center=None,
-                       radius=math.inf, max_iter=None):
+                       radius=math.inf, max_iter=None, gradient_bound=None):
     """Minimise a strongly convex smooth function over a ball, with a distance certificate.
 
     Parameters
@@ -103,6 +148,13 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
     max_iter : int, optional
         Iteration budget of the accelerated phase (default: ``20 * sqrt(H / mu)``
         times the number of halvings of the initial distance needed).
+    gradient_bound : float, optional
+        A bound on the gradient norm of ``fun_and_grad`` at the (projected)
+        start. Giving it declares ``smoothness`` a true upper bound, and the
+        function then never raises after checking its arguments: it runs at
+        most :func:`guaranteed_steps` V-FISTA steps (see the module docstring). Without it, ``smoothness`` may be an estimate
+        (backtracking corrects it) and a run that cannot be certified raises
+        ``RuntimeError``.
 
     Returns
     -------
@@ -128,7 +180,12 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
     if not math.isfinite(radius) or radius <= 0:
         raise ValueError("certified_minimize needs a finite, positive radius (a ball that "
                          "contains the minimiser).")
+    bounded = gradient_bound is not None
+    if bounded and not (math.isfinite(float(gradient_bound)) and gradient_bound >= 0 and math.isfinite(H)):
+        raise ValueError("gradient_bound and smoothness must be finite (and gradient_bound >= 0).")
     H = max(H, mu)
+    # With a true smoothness bound, 1 / H always passes the sufficient-decrease test.
+    min_step = 1.0 / H if bounded else 0.0
     x0 = np.asarray(x0, dtype=float)
     center = np.zeros_like(x0) if center is None else np.asarray(center, dtype=float)
     eps = np.finfo(float).eps
@@ -157,7 +214,7 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
         max_iter = int(20 * math.sqrt(H / mu) * halvings) + 10
 
     def certified(x, f_x, g_x, step):
-        x_plus, f_plus, g_plus, step = _gradient_step(fun_and_grad, project, x, f_x, g_x, step)
+        x_plus, f_plus, g_plus, step = _gradient_step(fun_and_grad, project, x, f_x, g_x, step, min_step)
         # Two valid bounds on ||x - x*|| for feasible x: the gradient bound
         # ||grad f(x)|| / mu (strong convexity + the optimality condition at x*),
         # which has no cancellation, and the gradient-mapping bound, which also
@@ -169,12 +226,26 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
         mapping_bound = 2.0 * (float(np.linalg.norm(x - x_plus)) + 8.0 * eps * size) / (step * mu)
         return min(grad_bound, mapping_bound) <= tol, x_plus, f_plus, g_plus, step
 
+    kappa = H / mu
+    momentum = (math.sqrt(kappa) - 1.0) / (math.sqrt(kappa) + 1.0)
+    if bounded:
+        # V-FISTA for a number of steps fixed by public constants (guaranteed_steps); the
+        # certificate may end it early. Its last point is within tol / 2 of the minimiser in
+        # exact arithmetic, whether or not rounding lets the certificate see it. No restarts:
+        # close to the minimiser the objective's changes fall below its rounding, and
+        # function-value restarts then fire at random and stall the method (1e5 steps seen).
+        x = x_prev = project(x0)
+        for it in range(guaranteed_steps(mu, H, radius, gradient_bound, tol)):
+            if it % 5 == 0 and certified(x, *fun_and_grad(x), 1.0 / H)[0]:
+                break
+            y = project(x + momentum * (x - x_prev))
+            x_prev, x = x, project(y - fun_and_grad(y)[1] / H)
+        return CertifiedSolution(x=x, tol=tol)
+
     # Phase 1: accelerated projected gradient with function-value restarts.
     x = project(x0)
     f_x, g_x = fun_and_grad(x)
     step = 1.0 / H
-    kappa = H / mu
-    momentum = (math.sqrt(kappa) - 1.0) / (math.sqrt(kappa) + 1.0)
     x_prev = x
     for it in range(max_iter):
         if it % 5 == 0:
@@ -220,7 +291,7 @@ def erm_sensitivity(lipschitz, strong_convexity, n_samples, tol=0.0):
 
 
 def output_perturbation(fun_and_grad, x0, *, n_samples, lipschitz, strong_convexity, smoothness,
-                        noise_std, tol, center=None, radius, random_state=None):
+                        noise_std, tol, center=None, radius, random_state=None, gradient_bound=None):
     """Solve a strongly convex ERM to a certified tolerance and add Gaussian noise.
 
     The caller guarantees the structure behind :func:`erm_sensitivity`: the
@@ -228,6 +299,12 @@ def output_perturbation(fun_and_grad, x0, *, n_samples, lipschitz, strong_convex
     ``lipschitz``-Lipschitz on the ball (enforce it, e.g. with the Lipschitzian
     extension of :mod:`skdp.losses`) and ``R`` independent of the data and
     ``strong_convexity``-strongly convex.
+
+    Give ``gradient_bound`` (a bound on the objective's gradient norm at the
+    projected ``x0``, for example ``lipschitz`` plus the regulariser's gradient
+    norm there) with ``smoothness`` a true bound, and the solve never raises
+    (see :func:`certified_minimize`): in private code, whether an exception is
+    raised must not depend on the data.
 
     Returns
     -------
@@ -256,7 +333,8 @@ def output_perturbation(fun_and_grad, x0, *, n_samples, lipschitz, strong_convex
     (0.1002, 0.5)
     """
     solution = certified_minimize(fun_and_grad, x0, strong_convexity=strong_convexity,
-                                  smoothness=smoothness, tol=tol, center=center, radius=radius)
+                                  smoothness=smoothness, tol=tol, center=center, radius=radius,
+                                  gradient_bound=gradient_bound)
     sensitivity = erm_sensitivity(lipschitz, strong_convexity, n_samples, tol)
     event = GaussianRelease(sensitivity, noise_std)
     rng = check_generator(random_state)

@@ -131,7 +131,8 @@ def l2_laplace_mechanism(value, sensitivity, scale, random_state=None):
     (0.25, (3,))
     """
     sensitivity, scale = float(sensitivity), float(scale)
-    epsilon = math.inf if scale == 0 else sensitivity / scale
+    # A value of sensitivity 0 is the same on every neighbour: releasing it costs nothing.
+    epsilon = 0.0 if sensitivity == 0 else math.inf if scale == 0 else sensitivity / scale
     event = ApproxDPRelease(epsilon, 0.0)
     rng = check_generator(random_state)
     arr = _as_float_array(value)

@@ -27,12 +27,33 @@ are found by name in a registry (:func:`register_solver`, :func:`get_solver`).
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validation import Interval, Options, Predicate, check_values
+
 __all__ = ["Capabilities", "ProblemSpec", "SolverBudget", "SolverOptions", "SolverResult", "Solver",
-           "ScheduledSolver", "register_solver", "get_solver", "solver_names"]
+           "ScheduledSolver", "register_solver", "get_solver", "solver_names", "POSITIVE", "POSITIVE_INT",
+           "FRACTION", "SCHEDULE", "POSITIVE_TUPLE", "PUBLIC_CLIP", "MAX_PUBLIC_CLIP", "optional"]
+
+# Constraints shared by the solvers' parameter tables (see Solver._parameter_constraints).
+POSITIVE = Interval(numbers.Real, 0, math.inf, closed="neither")  # finite and > 0
+POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+FRACTION = Interval(numbers.Real, 0, 1, closed="neither")  # in (0, 1)
+SCHEDULE = Options({"practical", "theory"})
+# Largest public clip threshold (standardised units, where gradients are about 1): beyond it the
+# noise calibration or the gradient sums could overflow after the budget is reserved.
+MAX_PUBLIC_CLIP = 1e100
+PUBLIC_CLIP = Interval(numbers.Real, 0, MAX_PUBLIC_CLIP, closed="right")
+POSITIVE_TUPLE = Predicate(lambda v: isinstance(v, tuple) and len(v) > 0 and all(POSITIVE.is_satisfied_by(x) for x in v),
+                           "a non-empty tuple of positive finite numbers")
+
+
+def optional(*constraints):
+    """The constraints, or None."""
+    return [None, *constraints]
 
 
 @dataclass(frozen=True)
@@ -210,6 +231,11 @@ class Solver:
     capabilities = Capabilities()
     # Why the solver may not be used at all (a broken privacy proof, say); None when usable.
     unavailable = None
+    # {field: [constraint, ...]} for every dataclass field, checked by validate() before any
+    # spend: a configuration passed as an instance (algorithm=ClippedGD(n_steps=0)) reaches the
+    # solver without the estimator's own parameter checks, and a bad value found later (a
+    # division by zero, a negative sensitivity) would raise after the budget is charged.
+    _parameter_constraints = {}
 
     @classmethod
     def from_options(cls, options):
@@ -235,10 +261,25 @@ class Solver:
         return self.replace(clip=float(clip))
 
     # -- the contract ------------------------------------------------------------------------
+    def validate(self):
+        """Raise ``ValueError`` naming the parameter when a field of this configuration is invalid.
+
+        Every field must be declared in ``_parameter_constraints`` (a test checks it),
+        and :meth:`_check_parameter_relations` checks what involves several fields.
+        """
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) \
+            else {}
+        check_values(type(self).__name__, fields, self._parameter_constraints)
+        self._check_parameter_relations()
+
+    def _check_parameter_relations(self):
+        """Raise ``ValueError`` when valid fields are invalid together (default: nothing to check)."""
+
     def check(self, spec):
         """Raise ``ValueError`` if the solver cannot solve ``spec`` (before any budget is spent)."""
         if self.unavailable:
             raise ValueError(self.unavailable)
+        self.validate()
         caps = self.capabilities
         if spec.l1 and not caps.l1:
             with_l1 = sorted(name for name in solver_names(self.family) if get_solver(name, self.family).capabilities.l1)

@@ -7,9 +7,12 @@ for; they affect accuracy only (the noise is always calibrated to the clip
 threshold actually used).
 """
 
+import math
 from dataclasses import dataclass
 
-__all__ = ["MomentBounds"]
+from .._validation import Predicate
+
+__all__ = ["MomentBounds", "VALID_MOMENTS"]
 
 
 @dataclass(frozen=True)
@@ -56,3 +59,16 @@ class MomentBounds:
     @classmethod
     def from_options(cls, options):
         return cls(options.moment_order, options.moment_bound, options.second_moment_bound)
+
+    def is_valid(self):
+        """Whether the order and each bound (or None) are positive finite numbers.
+
+        The theory schedules check more (an order above 1 or 4) in :meth:`require`.
+        """
+        def positive(v):
+            return not isinstance(v, bool) and 0.0 < float(v) < math.inf
+        return positive(self.order) and all(v is None or positive(v) for v in (self.bound, self.second_bound))
+
+
+VALID_MOMENTS = Predicate(lambda m: isinstance(m, MomentBounds) and m.is_valid(),
+                          "MomentBounds with a positive finite order and bounds None or positive finite numbers")

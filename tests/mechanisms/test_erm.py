@@ -5,7 +5,7 @@ import pytest
 from scipy import optimize
 
 from skdp.accounting import GaussianRelease
-from skdp.mechanisms import certified_minimize, clip_rows, erm_sensitivity, output_perturbation
+from skdp.mechanisms import certified_minimize, clip_rows, erm_sensitivity, guaranteed_steps, output_perturbation
 
 
 def _logistic_ridge(X, y, mu):
@@ -110,3 +110,49 @@ def test_certificate_is_honest_near_the_floating_point_floor():
         assert np.linalg.norm(sol.x - a) <= tol
     with pytest.raises(ValueError, match="floating point"):
         certified_minimize(f, np.zeros(2), strong_convexity=mu, smoothness=H, tol=1e-8, radius=1e4)
+
+
+def test_a_declared_smoothness_bound_replaces_an_impossible_certificate_by_the_public_step_count():
+    """At the floating-point floor with the minimiser on the boundary, no certificate can pass: the
+    gradient there is not 0 and the mapping bound's rounding margin is twice the floor. Without a
+    gradient bound that raises (in a private fit: after the budget is charged); with one, the
+    V-FISTA step count fixed by public constants guarantees the tolerance."""
+    b = np.array([3.0, 4.0])
+    f = lambda x: (0.5 * (x - b) @ (x - b), x - b)  # noqa: E731
+    tol = 16 * np.finfo(float).eps  # exactly the floor at radius 1, centre 0, condition 1
+    with pytest.raises(RuntimeError, match="could not be certified"):
+        certified_minimize(f, np.zeros(2), strong_convexity=1.0, smoothness=1.0, tol=tol, radius=1.0)
+    sol = certified_minimize(f, np.zeros(2), strong_convexity=1.0, smoothness=1.0, tol=tol, radius=1.0,
+                             gradient_bound=5.0)
+    assert np.linalg.norm(sol.x - b / 5.0) <= tol
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_guaranteed_steps_bound_the_work_and_reach_the_tolerance(seed):
+    rng = np.random.default_rng(seed)
+    Q, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    eigen = np.geomspace(1.0, 400.0, 5)
+    A = Q @ np.diag(eigen) @ Q.T
+    target = rng.normal(size=5)
+    target *= 0.5 / np.linalg.norm(target)
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        r = x - target
+        return 0.5 * r @ A @ r, A @ r
+
+    radius, tol = 1.0, 1e-9
+    bound = float(np.linalg.norm(A @ target))  # the gradient norm at the start x0 = 0
+    sol = certified_minimize(f, np.zeros(5), strong_convexity=1.0, smoothness=400.0, tol=tol, radius=radius,
+                             gradient_bound=bound)
+    assert np.linalg.norm(sol.x - target) <= tol
+    steps = guaranteed_steps(1.0, 400.0, radius, bound, tol)
+    assert len(calls) <= steps + 2 * (steps // 5 + 1)  # one gradient per step, two per certificate check
+
+
+def test_guaranteed_steps_refuse_a_bound_that_is_not_a_number():
+    f = lambda x: (0.5 * x @ x, x)  # noqa: E731
+    with pytest.raises(ValueError, match="gradient_bound"):
+        certified_minimize(f, np.zeros(2), strong_convexity=1.0, smoothness=1.0, tol=1e-6, radius=1.0,
+                           gradient_bound=float("inf"))

@@ -40,10 +40,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Sequential
-from .._contract import Capabilities, Solver, SolverResult
+from .._contract import (
+    FRACTION,
+    POSITIVE_INT,
+    PUBLIC_CLIP,
+    SCHEDULE,
+    Capabilities,
+    Solver,
+    SolverResult,
+    optional,
+)
 from ..clip_threshold import CLIP_RANGE, derivative_cap, private_clip, public_derivative_bound
 from ..descent import noise_std, noisy_clipped_gradient
-from ..moments import MomentBounds
+from ..moments import VALID_MOMENTS, MomentBounds
 from ..schedules import clamp_steps, sgd_practical_steps, split_batches
 
 __all__ = ["OnePassSolver", "practical_curvature", "theory_strong_convexity", "step_constants",
@@ -173,6 +182,13 @@ class OnePassSolver(Solver):
 
     family = "heavy_tail"
     capabilities = Capabilities(smooth_only=True, public_clip=True)
+    _parameter_constraints = {
+        "schedule": [SCHEDULE],
+        "moments": [VALID_MOMENTS],
+        "clip": optional(PUBLIC_CLIP),
+        "n_steps": optional(POSITIVE_INT),
+        "clip_quantile": [FRACTION],
+    }
     # Whether the theory schedule needs a public strong-convexity constant (a ridge).
     theory_needs_ridge = False
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import Interval, Options
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
 from ...losses import HuberLoss
 from ...mechanisms import (
@@ -53,7 +54,18 @@ from ...mechanisms import (
     private_quantile,
     private_top_eigenvalue,
 )
-from .._contract import Capabilities, Solver, SolverResult, register_solver
+from .._contract import (
+    FRACTION,
+    MAX_PUBLIC_CLIP,
+    POSITIVE,
+    POSITIVE_INT,
+    PUBLIC_CLIP,
+    Capabilities,
+    Solver,
+    SolverResult,
+    optional,
+    register_solver,
+)
 from ..clip_threshold import private_clip, public_derivative_bound
 from ..descent import noisy_clipped_gradient
 from ..schedules import decaying_steps
@@ -65,7 +77,6 @@ _WHITENED_CURVATURE_SHARE = 0.05
 # Steps: 100, or 200 above this many coefficients on whitened rows (their conditioning is worse
 # when only the diagonal is whitened, which is the case on wide tables).
 _WIDE = 64
-_MAX_PUBLIC_CLIP = 1e100
 # clip_multiplier="auto": m_C = max(_CLIP_MIN, sqrt(nu / _CLIP_NU0)), nu = n mu_steps / p.
 _CLIP_MIN, _CLIP_NU0 = 0.6, 50.0
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
@@ -174,25 +185,29 @@ class ClippedGD(Solver):
     capabilities = Capabilities(l1=True, public_clip=True, unbounded_rows=True, matrix_penalty=True,
                                 implicit_design=True)
 
+    # Before any spend: an infinite or NaN clip would release exact gradients, charged as free,
+    # and a clip above MAX_PUBLIC_CLIP could overflow the noise calibration or the gradient sums.
+    _parameter_constraints = {
+        "n_steps": optional(POSITIVE_INT),
+        "warm_fraction": [FRACTION],
+        "clip": optional(PUBLIC_CLIP),
+        "clip_quantile": [FRACTION],
+        "step_size": [POSITIVE],
+        "step_decay": optional(POSITIVE),
+        "huber_auto": ["boolean"],
+        "averaging": ["boolean"],
+        "adaptive_clip": ["boolean"],
+        "shrinkage": ["boolean"],
+        "curvature_release": ["boolean"],
+        "clip_multiplier": optional(Options({"auto"}), Interval(numbers.Real, 0, MAX_PUBLIC_CLIP, closed="right")),
+        "step_decay_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
+        "project": ["boolean"],
+        "curvature_share": [FRACTION],
+    }
+
     @classmethod
     def from_options(cls, options):
         return cls(n_steps=options.max_iter, huber_auto=options.huber_auto)
-
-    def check(self, spec):
-        super().check(spec)
-        # Before any spend: an infinite or NaN clip would release exact gradients, charged as free.
-        # A clip above _MAX_PUBLIC_CLIP (in standardised units, where gradients are about 1) could
-        # overflow the noise calibration or the gradient sums after the budget is reserved.
-        if self.clip is not None and not (0 < float(self.clip) <= _MAX_PUBLIC_CLIP):
-            raise ValueError(f"clip must be None or a positive number up to {_MAX_PUBLIC_CLIP:g}; "
-                             f"got {self.clip!r}.")
-        multiplier = self.clip_multiplier
-        if multiplier not in (None, "auto") and not (isinstance(multiplier, numbers.Real)
-                                                     and 0 < multiplier <= _MAX_PUBLIC_CLIP):
-            raise ValueError(f"clip_multiplier must be None, 'auto' or a positive number up to "
-                             f"{_MAX_PUBLIC_CLIP:g}; got {multiplier!r}.")
-        if not 0.0 < float(self.curvature_share) < 1.0:
-            raise ValueError(f"curvature_share must lie in (0, 1); got {self.curvature_share!r}.")
 
     def for_whitened_rows(self):
         return self.replace(clip_multiplier="auto" if self.clip_multiplier is None else self.clip_multiplier,

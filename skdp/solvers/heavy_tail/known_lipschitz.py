@@ -114,11 +114,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
-from .._contract import Capabilities, ScheduledSolver, SolverResult, register_solver
+from .._contract import (
+    FRACTION,
+    POSITIVE,
+    POSITIVE_INT,
+    POSITIVE_TUPLE,
+    PUBLIC_CLIP,
+    SCHEDULE,
+    Capabilities,
+    ScheduledSolver,
+    SolverResult,
+    optional,
+    register_solver,
+)
+from ..arithmetic import total_ratio
 from ..clip_threshold import CLIP_RANGE, private_clip
 from ..descent import noisy_clipped_descent, step_noise_std
 from ..geometry import project_two_balls
-from ..moments import MomentBounds
+from ..moments import VALID_MOMENTS, MomentBounds
 from ..schedules import (
     decaying_steps,
     fractional_phase_sizes,
@@ -172,6 +185,17 @@ class KnownLipschitz(ScheduledSolver):
     name = "known_lipschitz"
     family = "heavy_tail"
     capabilities = Capabilities()
+    _parameter_constraints = {
+        "schedule": [SCHEDULE],
+        "max_steps": [POSITIVE_INT],
+        "moments": [VALID_MOMENTS],
+        "clip": optional(PUBLIC_CLIP),
+        "phase_fractions": [POSITIVE_TUPLE],
+        "first_radius": [POSITIVE],
+        "radius_factor": [POSITIVE],
+        "min_radius": [POSITIVE],
+        "truncation_quantile": [FRACTION],
+    }
 
     @classmethod
     def from_options(cls, options):
@@ -240,7 +264,10 @@ class KnownLipschitz(ScheduledSolver):
         eta0 = 1.0 / (s * unit**2 + float(np.max(problem.penalty, initial=0.0)))
         h = self.truncation_quantile * s * unit**2  # curvature guess of the truncated objective
         w = np.zeros(p)
-        center, radius = np.zeros(p), min(R, self.first_radius / unit)
+        # Radii are capped at 2 R (public post-processing: a ball of radius 2 R around a point
+        # of Ball(0, R) contains Ball(0, R), so the feasible set is the same), which keeps a
+        # degenerate released unit from giving an infinite radius after the budget is charged.
+        center, radius = np.zeros(p), min(R, total_ratio(self.first_radius, unit))
         phases, clips, radii = [], [], []
         quantile_event = None
         for rows, T in zip(blocks, steps):
@@ -269,7 +296,7 @@ class KnownLipschitz(ScheduledSolver):
             scale = n_i * mu * h
             noise_norm = 2.0 * math.sqrt(2.0 * p) * C / scale if (math.isfinite(mu) and scale > 0) else 0.0
             center = w.copy()
-            radius = max(self.radius_factor * noise_norm, self.min_radius / unit)
+            radius = min(2.0 * R, max(self.radius_factor * noise_norm, total_ratio(self.min_radius, unit)))
         events = ([] if quantile_event is None else [quantile_event]) + [Parallel(phases)]
         schedule = {"algorithm": self.name, "schedule": self.schedule, "n_steps": int(sum(steps)),
                     "phases": len(sizes), "phase_sizes": sizes, "clip_threshold": clips[-1],

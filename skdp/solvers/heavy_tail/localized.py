@@ -87,11 +87,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
-from .._contract import Capabilities, ScheduledSolver, SolverResult, register_solver
+from .._contract import (
+    FRACTION,
+    POSITIVE,
+    POSITIVE_INT,
+    PUBLIC_CLIP,
+    SCHEDULE,
+    Capabilities,
+    ScheduledSolver,
+    SolverResult,
+    optional,
+    register_solver,
+)
 from ..clip_threshold import private_clip
 from ..descent import noisy_clipped_descent, step_noise_std
 from ..geometry import aggregate_points, project_ball, project_two_balls
-from ..moments import MomentBounds
+from ..moments import VALID_MOMENTS, MomentBounds
 from ..schedules import decaying_steps, permuted_blocks, tail_average_weights
 
 __all__ = ["Localized", "clipped_dp_sgd", "practical_block"]
@@ -183,6 +194,17 @@ class Localized(ScheduledSolver):
     name = "localized"
     family = "heavy_tail"
     capabilities = Capabilities(callable_losses=True, public_clip=True)
+    _parameter_constraints = {
+        "schedule": [SCHEDULE],
+        "n_portions": optional(POSITIVE_INT),
+        "n_phases": optional(POSITIVE_INT),
+        "max_steps": [POSITIVE_INT],
+        "failure_prob": [FRACTION],
+        "moments": [VALID_MOMENTS],
+        "clip": optional(PUBLIC_CLIP),
+        "regularization": [POSITIVE],
+        "clip_quantile": [FRACTION],
+    }
 
     @classmethod
     def from_options(cls, options):

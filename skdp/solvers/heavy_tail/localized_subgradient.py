@@ -120,12 +120,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import Options
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Repeated, Sequential
-from .._contract import Capabilities, Solver, SolverResult, register_solver
+from .._contract import (
+    FRACTION,
+    POSITIVE,
+    POSITIVE_INT,
+    PUBLIC_CLIP,
+    SCHEDULE,
+    Capabilities,
+    Solver,
+    SolverResult,
+    optional,
+    register_solver,
+)
 from ..clip_threshold import private_clip, public_derivative_bound
 from ..descent import noisy_clipped_descent
 from ..geometry import project_balls
-from ..moments import MomentBounds
+from ..moments import VALID_MOMENTS, MomentBounds
 
 __all__ = ["LocalizedSubgradient"]
 
@@ -192,6 +204,19 @@ class LocalizedSubgradient(Solver):
     name = "localized_subgradient"
     family = "heavy_tail"
     capabilities = Capabilities(callable_losses=True, public_clip=True)
+    _parameter_constraints = {
+        "schedule": [SCHEDULE],
+        "max_grad_evals": optional(POSITIVE_INT),
+        "moments": [VALID_MOMENTS],
+        "clip": optional(PUBLIC_CLIP),
+        "strongly_convex": [Options({"auto"}), "boolean"],
+        "max_steps": optional(POSITIVE_INT),
+        "lipschitz_bound": optional(POSITIVE),
+        "phase_time": [Options({"auto"}), POSITIVE],
+        "regularization": [POSITIVE],
+        "clip_quantile": [FRACTION],
+        "min_steps": [POSITIVE_INT],
+    }
 
     def __post_init__(self):
         if self.schedule not in ("practical", "theory"):

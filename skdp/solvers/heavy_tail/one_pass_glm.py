@@ -100,14 +100,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import Options
 from ...accounting import ExponentialMechanismRelease, GaussianRelease, Parallel, Sequential
 from ...losses import HuberLoss, SquaredLoss
 from ...mechanisms import gaussian_mechanism
-from .._contract import Capabilities, ScheduledSolver, SolverResult, register_solver
+from .._contract import (
+    FRACTION,
+    POSITIVE_TUPLE,
+    PUBLIC_CLIP,
+    SCHEDULE,
+    Capabilities,
+    ScheduledSolver,
+    SolverResult,
+    optional,
+    register_solver,
+)
 from ..clip_threshold import private_clip
 from ..descent import noise_std
 from ..geometry import project_ball
-from ..moments import MomentBounds
+from ..moments import VALID_MOMENTS, MomentBounds
 from ..schedules import fractional_phase_sizes, halving_phase_sizes, permuted_blocks
 from ._one_pass import one_pass_poor_fit_reason
 
@@ -210,6 +221,14 @@ class OnePassGLM(ScheduledSolver):
     name = "one_pass_glm"
     family = "heavy_tail"
     capabilities = Capabilities(smooth_only=True, public_clip=True)
+    _parameter_constraints = {
+        "schedule": [SCHEDULE],
+        "moments": [VALID_MOMENTS],
+        "clip": optional(PUBLIC_CLIP),
+        "phase_fractions": [POSITIVE_TUPLE],
+        "phase_times": [Options({"auto"}), POSITIVE_TUPLE],
+        "clip_quantile": [FRACTION],
+    }
 
     @classmethod
     def from_options(cls, options):

@@ -37,19 +37,33 @@ of the iterates, and a privacy ridge that shrinks where noise dominates.
 """
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import Interval
 from ...accounting import ApproxDPRelease, GaussianRelease, Repeated, Sequential
 from ...mechanisms import MAX_GRAM_SIZE, NON_PRIVATE_RELEASE
-from .._contract import Capabilities, Solver, SolverResult, register_solver
+from .._contract import (
+    FRACTION,
+    POSITIVE_INT,
+    SCHEDULE,
+    Capabilities,
+    Solver,
+    SolverResult,
+    register_solver,
+)
 from ..schedules import decaying_steps
 from ._centring import centred_problem, release_row_mean, uncentred_coef
 from ._exact import exact_minimizer
 from ._noise import release_curvature, release_vector
 
 __all__ = ["ClippedGD"]
+
+# Largest clip multiplier: beyond it the noise (2 C / n per step, C about sqrt(d) times this)
+# makes the steps pure noise, and its calibration could overflow.
+MAX_CLIP_MULTIPLIER = 1e6
 
 
 @register_solver
@@ -83,9 +97,24 @@ class ClippedGD(Solver):
     shrinkage: float = 0.1
     schedule: str = "practical"
 
+    _parameter_constraints = {
+        "n_steps": [POSITIVE_INT],
+        # The clip C = clip_multiplier * row scale is the sensitivity of every step.
+        "clip_multiplier": [Interval(numbers.Real, 0, MAX_CLIP_MULTIPLIER, closed="right")],
+        "curvature_share": [FRACTION],
+        "centre_share": [Interval(numbers.Real, 0, 1, closed="left")],
+        "shrinkage": [Interval(numbers.Real, 0, math.inf, closed="left")],
+        "schedule": [SCHEDULE],
+    }
+
     @classmethod
     def from_options(cls, options):
         return cls(n_steps=options.max_iter or 30, schedule=options.schedule)
+
+    def _check_parameter_relations(self):
+        if not self.curvature_share + self.centre_share < 1.0:
+            raise ValueError(f"curvature_share + centre_share must be below 1 (the rest of the budget goes to the "
+                             f"gradient steps); got {self.curvature_share!r} + {self.centre_share!r}.")
 
     def check(self, spec):
         super().check(spec)

@@ -20,6 +20,23 @@ replace-one L2 sensitivity is ``L eta + 2 tol``. Gaussian noise of standard
 deviation ``sensitivity / mu`` makes the release ``mu``-GDP; l2-Laplace noise of
 scale ``sensitivity / epsilon`` makes it pure ``epsilon``-DP.
 
+**Nothing raises after the budget is charged.** Every quantity a release
+depends on (``L``, ``eta``, the centre, the block size) is public or a function
+of earlier releases, and a public rule on those alone decides, before the
+block's rows are read, whether the ERM is solved at all
+(:meth:`_Run.erm_constants`): when ``L`` or ``eta`` is zero, not finite or
+collapses so far that the ERM's ball ``B(c, 2 L eta b)`` is no wider than the
+tolerance (a starved scaling can release a row scale of 1e-10; the theory
+schedule then drives ``L`` through 1e-87 to 0), the release is the centre
+itself, which reads no row and costs nothing. Otherwise the tolerance is at
+least :data:`TOL_FLOOR_FACTOR` times the rounding floor of the certificate and
+the ERM is solved by :func:`~skdp.mechanisms.certified_minimize` with a true
+smoothness bound and a public gradient bound, which never raises: when rounding
+keeps the certificate from passing, a number of steps fixed by public constants
+guarantees the tolerance (``guaranteed_steps``). Divisions by released values
+are total (:func:`~skdp.solvers.arithmetic.total_ratio`), so the paper's
+formulas cannot divide by zero.
+
 **Composition.** Every row lies in exactly one release (the blocks are cut from
 one data-independent permutation), and every later centre, radius, step and
 Lipschitz level depends on public inputs and earlier releases only. Under
@@ -50,13 +67,16 @@ localisation; see :attr:`Interpolation.schedule`).
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..._validation import Interval
 from ...accounting import Parallel
 from ...mechanisms import certified_minimize
-from .._contract import Capabilities, Solver, SolverResult, register_solver
+from .._contract import POSITIVE, POSITIVE_INT, SCHEDULE, Capabilities, Solver, SolverResult, register_solver
+from ..arithmetic import total_ratio
 from ..geometry import project_balls
 from ..schedules import permuted_blocks
 from ._noise import release_vector, solver_event
@@ -69,6 +89,11 @@ __all__ = ["EpochGrowth", "Interpolation", "Adaptive", "KappaGrowth"]
 # certify in 12 minutes; at 1e4 it took 0.5 s, and the cap bound on none of the synthetic or digits
 # benchmark fits checked (only on breast cancer, where these methods predict the majority class).
 MAX_ERM_CONDITION = 1e4
+# The certified tolerance is at least this many times certified_minimize's rounding floor
+# (16 eps * condition * (radius + |centre|)): at the floor itself the certificate passes or
+# fails on rounding, which then depends on the rows.
+TOL_FLOOR_FACTOR = 64.0
+
 
 
 class _Run:
@@ -86,6 +111,7 @@ class _Run:
         self.events = []  # what each release drew; they read disjoint rows (parallel composition)
         self.log = []
         self.capped = 0  # releases whose eta was lowered to bound the ERM's condition number
+        self.skipped = 0  # releases that were the centre itself (public rule of erm_constants)
         bound = problem.row_bound if problem.rows_clipped and math.isfinite(problem.row_bound) else problem.row_scale
         self.smooth_row = problem.outputs.smoothness * bound**2
 
@@ -114,6 +140,7 @@ class _Run:
         noisy, event = release_vector(x, sensitivity, self.budget, self.rng)
         self.events.append(event)
         self.releases += 1
+        self.skipped += sensitivity == 0.0
         self.log.append({"rows": len(rows), "lipschitz": L, "eta": eta, "sensitivity": sensitivity})
         return noisy
 
@@ -130,6 +157,8 @@ class _Run:
         the cap reads public quantities only.
         """
         curvature = self.smooth_row + self.problem.max_penalty  # the ridge is the same for every block
+        if not math.isfinite(curvature):
+            return 0.0  # no finite smoothness: erm_constants releases the centre
         if curvature <= 0:
             return eta
         cap = 2.0 * (MAX_ERM_CONDITION - 1.0) / (b * curvature)
@@ -138,8 +167,49 @@ class _Run:
             return cap
         return eta
 
+    def erm_constants(self, b, L, center, eta):
+        """The block ERM's constants, or None when the public rule releases the centre instead.
+
+        Reads only public values and earlier releases (the block size ``b``, ``L``,
+        ``eta``, the centre, the public row smoothness and ridge), never the rows.
+        Returns ``(strong_convexity, smoothness, radius, tol, gradient_bound)``:
+        the objective is ``strong``-strongly convex and ``smoothness``-smooth (rows
+        are clipped to the public bound, and the extension keeps the loss's
+        smoothness), its minimiser over ``B(c, radius)`` is the release's target,
+        and its gradient at the centre is at most ``L`` (the extended losses) plus
+        the ridge's ``max_penalty |c|`` (the proximal term vanishes there). None
+        when a constant is not a finite positive number, when the objective could
+        overflow on the ball, or when ``radius <= tol``: the centre is then
+        already within ``tol`` of the minimiser.
+        """
+        if b < 1 or not (0.0 < L < math.inf) or not (0.0 < eta < math.inf):
+            return None
+        strong = 2.0 / (eta * b)
+        radius = 2.0 * L * eta * b  # the minimiser is within L eta b / 2 of the centre
+        smoothness = self.smooth_row + strong + self.problem.max_penalty
+        c = float(np.linalg.norm(center))
+        values = (strong, radius, smoothness, c, smoothness * (radius + c) ** 2)
+        if not all(math.isfinite(v) for v in values) or strong <= 0 or radius <= 0:
+            return None
+        # The tolerance is fixed before solving, from public inputs and earlier releases only
+        # (never from what the solver reaches): tau_frac L eta, raised to a margin above the
+        # floor where floating point decides the certificate.
+        floor = 16.0 * np.finfo(float).eps * (smoothness / strong) * (radius + c)
+        tol = max(self.tau_frac * L * eta, TOL_FLOOR_FACTOR * floor)
+        if radius <= tol:
+            return None
+        return strong, smoothness, radius, tol, L + self.problem.max_penalty * c
+
     def certified_erm(self, problem, rows, L, center, eta):
-        """The certified minimiser of the block's objective and its replace-one L2 sensitivity."""
+        """The certified minimiser of the block's objective and its replace-one L2 sensitivity.
+
+        ``(center, 0)`` when :meth:`erm_constants` says so: the centre is an earlier
+        release, the rows are not read, and the release costs nothing.
+        """
+        constants = self.erm_constants(len(rows), L, center, eta)
+        if constants is None:
+            return np.array(center, dtype=float), 0.0
+        strong, smoothness, radius, tol, gradient_bound = constants
         sub = problem.subset(rows)
         b = len(rows)
         k, p = self.k, self.p
@@ -147,7 +217,6 @@ class _Run:
         with np.errstate(divide="ignore"):
             norms = sub.row_norms()
             slope = np.where(norms > 0, L / norms, np.inf)
-        strong = 2.0 / (eta * b)
 
         def fun_and_grad(x):
             W = x.reshape(k, p)
@@ -157,15 +226,8 @@ class _Run:
             value += float((D * D).sum()) / (eta * b) + ridge_value
             return value, (grad + 2.0 * D / (eta * b) + ridge_grad).ravel()
 
-        radius = 2.0 * L * eta * b  # the minimiser is within L eta b / 2 of the centre
-        smoothness = self.smooth_row + strong + sub.max_penalty
-        # The tolerance is fixed before solving, from public inputs and earlier releases only
-        # (never from what the solver reaches): tau_frac L eta, raised when floating point
-        # cannot certify that little (certified_minimize's floor; the centre is a release).
-        floor = 16.0 * np.finfo(float).eps * (smoothness / strong) * (radius + float(np.linalg.norm(center)))
-        tol = max(self.tau_frac * L * eta, 2.0 * floor)
         solution = certified_minimize(fun_and_grad, center, strong_convexity=strong, smoothness=smoothness,
-                                      tol=tol, center=center, radius=radius)
+                                      tol=tol, center=center, radius=radius, gradient_bound=gradient_bound)
         return solution.x, L * eta + 2.0 * tol
 
     # -- Algorithm 4 (LocERM) -------------------------------------------------------------------
@@ -195,8 +257,8 @@ class _Run:
             n_phases = max(1, math.ceil(math.log(max(n0, 2))))
             lb = math.log(1.0 / beta)
             nf = self.noise_factor()
-            eta0 = (D0 / (2.0 * L)) * min(1.0 / math.sqrt(max(n0, 3) * math.log(max(n0, 3)) * lb),
-                                          1.0 / (nf * lb) if nf > 0 else math.inf)
+            eta0 = total_ratio(D0, 2.0 * L) * min(1.0 / math.sqrt(max(n0, 3) * math.log(max(n0, 3)) * lb),
+                                             1.0 / (nf * lb) if nf > 0 else math.inf)
         else:
             T5 = max(1, min(n_epochs, N))
             n0 = N // T5
@@ -211,14 +273,15 @@ class _Run:
                 eta_i = eta0 * 2.0 ** (-i)
             else:
                 b = max(1, n0 // max(1, min(n_phases, n0)))
-                eta_i = c_eta * D_i / (L * b)
+                eta_i = total_ratio(c_eta * D_i, L * b)
             x = self.locerm(block, epoch_domain, x, eta_i, L, n_phases)
         return x
 
     def result(self, coef, name, extra):
         schedule = {"algorithm": name, "n_steps": self.releases, "releases": self.releases,
                     "lipschitz": [e["lipschitz"] for e in self.log], "block_rows": [e["rows"] for e in self.log],
-                    "eta": [e["eta"] for e in self.log], "capped_steps": self.capped}
+                    "eta": [e["eta"] for e in self.log], "capped_steps": self.capped,
+                    "centre_releases": self.skipped}
         schedule.update(extra)
         return SolverResult(coef.reshape(self.k, self.p), Parallel(self.events), schedule)
 
@@ -259,6 +322,17 @@ class _Localized(Solver):
     tau_frac: float = 0.1
     schedule: str = "practical"
 
+    _parameter_constraints = {
+        "lipschitz": [POSITIVE],
+        "c_eta": [POSITIVE],
+        "n_epochs": [POSITIVE_INT],
+        "n_phases": [POSITIVE_INT],
+        "radius_decay": [Interval(numbers.Real, 0, 1, closed="right")],
+        "growth": [POSITIVE],
+        "tau_frac": [POSITIVE],
+        "schedule": [SCHEDULE],
+    }
+
     @classmethod
     def from_options(cls, options):
         return cls(schedule=options.schedule)
@@ -279,6 +353,8 @@ class _Localized(Solver):
     def _setup(self, problem, budget, rng):
         run = _Run(problem, budget, rng, self.tau_frac, self.schedule)
         L = self.lipschitz * problem.row_scale
+        if not 0.0 < L < math.inf:
+            L = 0.0  # a degenerate released row scale: every release is its centre (public rule)
         R = problem.radius
         x0 = np.zeros(run.dim)
         return run, L, R, x0
@@ -361,6 +437,8 @@ def _theory_blocks(run, N, solver):
     beta = 1.0 / (N + run.dim)
     nf = run.noise_factor()
     m = ln**2 * math.log(1.0 / beta) * max(65536.0 * (H / lam) ** 2, 256.0 * (H / lam) * nf / math.sqrt(ln))
+    if not m >= 1.0:  # a degenerate released row scale (H = 0 or not a number): blocks of one row
+        return N, m
     return max(1, int(N // m)), m
 
 
@@ -399,6 +477,7 @@ class Adaptive(_Localized):
 
     name = "adaptive"
     interpolation_radius: float = 0.5
+    _parameter_constraints = {**_Localized._parameter_constraints, "interpolation_radius": [POSITIVE]}
 
     def _solve(self, problem, budget, rng):
         run, L, R, x0 = self._setup(problem, budget, rng)
@@ -438,11 +517,9 @@ class KappaGrowth(_Localized):
     name = "kappa_growth"
     growth_exponent: float = 3.0
     n_blocks: int = 3
-
-    def check(self, spec):
-        super().check(spec)
-        if not self.growth_exponent > 2:
-            raise ValueError(f"growth_exponent must be above 2; got {self.growth_exponent!r}.")
+    _parameter_constraints = {**_Localized._parameter_constraints,
+                              "growth_exponent": [Interval(numbers.Real, 2, math.inf, closed="neither")],
+                              "n_blocks": [POSITIVE_INT]}
 
     def _solve(self, problem, budget, rng):
         run, L, R, x0 = self._setup(problem, budget, rng)
