@@ -83,6 +83,7 @@ def test_readme_examples_run_and_say_what_they_print():
     # The comment under the example: R^2 about 0.81 for the private model, 1.0 spent.
     assert model.score(X_test, y_test) > 0.75
     assert model.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert model.privacy_spent_.delta == 5e-6  # delta="auto" on 20,000 rows: 1 / (10 n)
     namespace = {}
     exec(compile(code[1], "README.md", "exec"), namespace)  # noqa: S102
     assert namespace["budget"].spent.epsilon <= 1.0
