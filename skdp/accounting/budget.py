@@ -26,6 +26,10 @@ Design notes
   the block its parent had open. Outside every block, fits are recorded by an
   implicit process-wide ledger without a budget.
 * Fits compose as events: ten rho-zCDP fits cost ``10 rho``, converted once.
+* Totals never go down: a reported total is the larger of the composition at
+  the reporting delta and the ledger's peak (the largest total it had after any
+  earlier charge or report), kept with the entries so that every process sharing
+  the ledger agrees (see the Notes of :class:`BudgetAccountant`).
 * Noise: on a ledger the user created, a fit with a fixed ``random_state`` that
   is the ``k``-th entry of the ledger draws its noise from the stream
   ``(seed, k)``, so no two fits charged to one ledger share noise (their
@@ -114,7 +118,7 @@ def _restore_accountant(uid, state):
             acc._store = FileStore(path)
             acc._detached = False
         else:
-            acc._store = MemoryStore(_entries_from_state(state["entries"]))
+            acc._store = MemoryStore(_entries_from_state(state["entries"]), state.get("peak", 0.0))
             acc._detached = True
         return acc
 
@@ -147,7 +151,8 @@ class BudgetAccountant:
     events : tuple of PrivacyEvent
         Everything charged so far, in order (from every process sharing the ledger).
     spent : PrivacySpent
-        Total (epsilon, delta) of the composition of all charged events.
+        Total (epsilon, delta) of everything charged: a valid bound that never
+        goes down (see Notes).
     remaining : PrivacySpent
         Epsilon headroom at the accountant's delta: the budget minus the epsilon
         spent. A pure epsilon-DP release of that size fits by basic composition;
@@ -156,9 +161,33 @@ class BudgetAccountant:
 
     Notes
     -----
+    **Totals never go down.** ``spent`` is reported at the *reporting delta*:
+    the accountant's ``delta``, or without a delta ceiling the sum of the
+    deltas the charges declared (capped at 1), which only grows. Its epsilon is
+    the larger of (a) the epsilon of the composition of every charged event at
+    that delta and (b) the ledger's *peak*: the largest total it had after any
+    earlier charge (a :meth:`spend`, or a fit once its release is settled) or
+    reported (``spent``, ``remaining``), in any process that shares the ledger.
+    (a) alone is a valid bound but need not be monotone: without a delta
+    ceiling, a charge that declares a large delta raises the reporting delta,
+    and the composition's epsilon at a larger delta can be smaller than the
+    last total (three fits of epsilon 1 at deltas 1e-5, 1e-5 and 0.3 give
+    1.000, 1.402, then less than 1.402 at delta 0.30002); the root finding of
+    the conversions can also lower it by a hair. Taking the larger of (a) and
+    (b) keeps every total valid (it is at least (a)) and makes it
+    non-decreasing in what was charged, as its delta is: the example reports
+    1.000, 1.402 and 1.402 at delta 0.30002. A charge is refused when this
+    total would exceed the budget. The implicit ledger (fits outside every
+    ledger of the user's) has no budget: it raises its peak when its total is
+    read rather than at every fit, so that such fits do not pay for measuring
+    a composition that grows with every fit of the session; its totals never
+    go down either. :meth:`spent_at` gives the composition's epsilon at any
+    delta, computed afresh.
+
     Every bound the accountant reports is a valid upper bound up to the
     numerical tolerances of root finding (relative 1e-9); budgets are compared
-    with the same relative tolerance. Fits in joblib worker processes
+    with the same relative tolerance: a charge is refused when the reported
+    total would exceed the budget. Fits in joblib worker processes
     (``n_jobs > 1``) on this machine are charged to the same ledger through a
     locked file in a private temporary folder, created the first time the
     accountant is pickled and removed when it is garbage-collected.
@@ -219,17 +248,29 @@ class BudgetAccountant:
         return self._delta
 
     def _snapshot(self):
+        return self._read()[0]
+
+    def _read(self):
+        """The entries and the peak (the largest total reported so far), read together."""
         with self._lock:
             try:
-                return self._store.snapshot()
+                return self._store.read()
             except UnreachableStoreError:
                 self._lose_store()
-                return self._store.snapshot()
+                return self._store.read()
+
+    def _raise_peak(self, value):
+        with self._lock:
+            try:
+                self._store.raise_peak(value)
+            except UnreachableStoreError:
+                self._lose_store()
+                self._store.raise_peak(value)
 
     def _lose_store(self):
         """The shared file is gone: keep what this process read of it, detached."""
-        cached = self._store.cached() if isinstance(self._store, FileStore) else self._store.snapshot()
-        self._store = MemoryStore(cached)
+        entries, peak = self._store.cached() if isinstance(self._store, FileStore) else self._store.read()
+        self._store = MemoryStore(entries, peak)
         self._detached = True
 
     @property
@@ -267,13 +308,22 @@ class BudgetAccountant:
             return math.inf
         return Sequential([entry.event for entry in entries]).epsilon(delta)
 
+    def _measure(self, entries):
+        """The composition's epsilon at the reporting delta of ``entries`` (valid, not yet monotone)."""
+        return self._total_epsilon(entries, self._reporting_delta(entries))
+
     @property
     def spent(self):
-        entries = self._snapshot()
+        entries, peak = self._read()
         delta = self._reporting_delta(entries)
         if self._shares_noise:
             return PrivacySpent(math.inf, delta)  # fits with shared noise compose to nothing
-        return PrivacySpent(self._total_epsilon(entries, delta), delta)
+        measured = self._measure(entries)
+        if measured > peak:
+            # Every report raises the peak, in every process sharing the ledger: a later
+            # total at a larger reporting delta is never below this one.
+            self._raise_peak(measured)
+        return PrivacySpent(max(measured, peak), delta)
 
     @property
     def shares_noise(self):
@@ -300,12 +350,28 @@ class BudgetAccountant:
                 "independent ledger."
             )
 
-    def _exceeds(self, entries):
-        if math.isinf(self._epsilon):
+    def _exceeds(self, entries, peak, measure=False):
+        """Whether the total reported for ``entries`` would exceed the budget: ``(exceeded, (total, delta, measured))``.
+
+        The total is the larger of the peak and the composition of ``entries``
+        (which alone is ``measured``). With an infinite budget it is computed only
+        when ``measure`` is true (else the detail is None).
+        """
+        if math.isinf(self._epsilon) and not measure:
             return False, None
         delta = self._reporting_delta(entries)
-        total = self._total_epsilon(entries, delta)
-        return total > self._epsilon * (1.0 + _TOLERANCE) + 1e-12, (total, delta)
+        measured = self._total_epsilon(entries, delta)
+        total = max(measured, peak)
+        return total > self._epsilon * (1.0 + _TOLERANCE) + 1e-12, (total, delta, measured)
+
+    def _measures_charges(self):
+        """Whether every charge raises the peak (a ledger the user created) or only reads do (the implicit one).
+
+        The implicit ledger has no budget and records every fit made outside a
+        ledger of the user's: measuring its growing composition at each fit would
+        slow every such fit down, so its peak is raised when its total is read.
+        """
+        return not self._implicit
 
     def _validate_event(self, event, delta):
         if not isinstance(event, PrivacyEvent):
@@ -324,8 +390,8 @@ class BudgetAccountant:
         """
         delta = self._validate_event(event, delta)
         self._check_attached()
-        entries = self._snapshot() + [Entry("check", event, delta)]
-        exceeded, detail = self._exceeds(entries)
+        entries, peak = self._read()
+        exceeded, detail = self._exceeds(entries + [Entry("check", event, delta)], peak)
         if exceeded:
             raise BudgetExceededError(self._exceeded_message(event, detail))
 
@@ -338,29 +404,34 @@ class BudgetAccountant:
         delta : float, default=0.0
             See :meth:`check`.
         """
-        self._reserve(event, delta)
+        self._reserve(event, delta, final=True)
 
-    def _reserve(self, event, delta=0.0, noise_seed=None):
+    def _reserve(self, event, delta=0.0, noise_seed=None, final=False):
         """Atomically check and record ``event``; return ``(entry, stream, shared)`` to settle it later.
 
         ``stream`` is the position of the entry in this ledger (0 on the implicit
         ledger and without a seed): a fit with a fixed seed draws its noise from
         ``(seed, stream)``. ``shared`` is True when the implicit ledger has
         already seen ``noise_seed`` (the fit then shares noise with an earlier one).
+        ``final`` says that no settlement follows (a :meth:`spend`): the total
+        after the charge then raises the peak now rather than at settlement.
         """
         delta = self._validate_event(event, delta)
         self._check_attached()
         entry = Entry(uuid.uuid4().hex, event, delta)
         outcome = {"stream": 0}
 
-        def accept(entries):
-            exceeded, detail = self._exceeds(entries)
+        records = final and self._measures_charges()
+
+        def accept(entries, peak):
+            exceeded, detail = self._exceeds(entries, peak, measure=records)
             if exceeded:
                 outcome["detail"] = detail
-                return False
+                return None
             if noise_seed is not None and not self._implicit:
                 outcome["stream"] = len(entries) - 1
-            return True
+            # The total after a charge joins the peak; a reservation's waits for its settlement.
+            return detail[2] if records else peak
 
         with self._lock:
             try:
@@ -392,14 +463,16 @@ class BudgetAccountant:
             entry = entry[0]
         with self._lock:
             self._store.replace(entry.key, event)
-        exceeded, detail = self._exceeds(self._snapshot())
+        exceeded, detail = self._exceeds(*self._read(), measure=self._measures_charges())
+        if detail is not None:
+            self._raise_peak(detail[2])
         if exceeded:
             raise BudgetExceededError(
                 "The release that was just recorded exceeds the budget (it cost more than was "
                 "reserved): " + self._exceeded_message(event, detail))
 
     def _exceeded_message(self, event, detail):
-        total, delta = detail
+        total, delta, _ = detail
         return (
             f"Charging {event!r} would bring the total to epsilon={total:.6g} at delta={delta:.3g}, "
             f"above this accountant's budget epsilon={self._epsilon:.6g}. Nothing was read from the "
@@ -417,7 +490,7 @@ class BudgetAccountant:
                 return self
             if isinstance(self._store, FileStore):
                 self._lose_store()
-            self._store = MemoryStore(self._store.snapshot())
+            self._store = MemoryStore(*self._store.read())
             self._detached = False
             self._pid = os.getpid()
         return self
@@ -430,7 +503,7 @@ class BudgetAccountant:
         """
         with self._lock:
             if isinstance(self._store, MemoryStore) and not self.detached:
-                self._store = FileStore.create(self._store.snapshot())
+                self._store = FileStore.create(*self._store.read())
 
     # -- default accountant --------------------------------------------------------------
     @staticmethod
@@ -473,8 +546,8 @@ class BudgetAccountant:
         self._share()
         state = {"epsilon": self._epsilon, "delta": self._delta, "implicit": self._implicit,
                  "owner_pid": self._owner_pid,
-                 "path": self._store.path if isinstance(self._store, FileStore) else None,
-                 "entries": self._snapshot()}
+                 "path": self._store.path if isinstance(self._store, FileStore) else None}
+        state["entries"], state["peak"] = self._read()
         return _restore_accountant, (self._uid, state)
 
     def __copy__(self):
