@@ -14,9 +14,13 @@ Design notes
   accountant is pickled its entries move to a locked file
   (:mod:`skdp.accounting._ledger`), and a copy unpickled in a joblib worker
   process charges that file. The budget refuses across processes exactly as in
-  one. A copy whose ledger cannot be reached (the owning process has ended, or a
-  forked child of a process whose ledger is still in memory) is *detached*:
-  reading it works, charging it raises :class:`DetachedAccountantError`.
+  one. The file lives as long as the accountant object that moved the ledger
+  there (and at most as long as its process). A copy whose ledger cannot be
+  reached (that object was garbage-collected or its process has ended, or a
+  forked child holds a copy of a ledger its parent keeps in memory) is
+  *detached*: it lists the events it last saw, but it gives no total (which
+  could be stale) and cannot be charged; :class:`DetachedAccountantError` says
+  which of these happened and what to do.
 * The default accountant (estimators with ``accountant=None``) is per context:
   the innermost ``with BudgetAccountant(...)`` block of the current thread or
   asyncio task. A thread without a block of its own (a joblib worker thread)
@@ -50,6 +54,7 @@ import hashlib
 import math
 import multiprocessing
 import os
+import socket
 import threading
 import uuid
 import weakref
@@ -112,7 +117,8 @@ def _restore_accountant(uid, state):
             return live
         acc = BudgetAccountant.__new__(BudgetAccountant)
         acc._init_state(state["epsilon"], state["delta"], uid=uid, implicit=state.get("implicit", False),
-                        owner_pid=state.get("owner_pid"))
+                        owner_pid=state.get("owner_pid"),
+                        keeper=state.get("keeper", (None, state.get("owner_pid"))))
         path = state.get("path")
         if path is not None and os.path.exists(path):
             acc._store = FileStore(path)
@@ -221,13 +227,15 @@ class BudgetAccountant:
         self._store = MemoryStore()
         self._detached = False
 
-    def _init_state(self, epsilon, delta, uid, implicit=False, owner_pid=None):
+    def _init_state(self, epsilon, delta, uid, implicit=False, owner_pid=None, keeper=None):
         self._epsilon = epsilon
         self._delta = delta
         self._uid = uid
         self._implicit = implicit
         self._pid = os.getpid()  # a forked child inherits the object, not an in-memory ledger
         self._owner_pid = os.getpid() if owner_pid is None else owner_pid  # the process that created it
+        # (machine, pid) of the process that keeps the ledger: in its memory, or the owner of its file.
+        self._keeper = (socket.gethostname(), os.getpid()) if keeper is None else tuple(keeper)
         self._lock = threading.RLock()  # guards the store across its move to a file
         # Implicit ledger only: salted digests of the seeds it has seen, in this process's memory.
         self._salt = os.urandom(16)
@@ -279,12 +287,54 @@ class BudgetAccountant:
 
     @property
     def detached(self):
-        """True when this process cannot reach the ledger (so charging it would lose the spend)."""
+        """True when this process cannot reach the ledger (so charging it would lose the spend).
+
+        A detached copy still lists the events it last saw (``events``), but it
+        gives no total (``spent``, ``remaining`` and :meth:`spent_at` raise
+        :class:`DetachedAccountantError`): the ledger may have been charged since.
+        """
         if self._detached:
             return True
         if isinstance(self._store, FileStore):
             return not self._store.reachable()
         return self._pid != os.getpid()
+
+    def _detached_reason(self):
+        """Why this process cannot reach the ledger, in words (for :class:`DetachedAccountantError`)."""
+        here = os.getpid()
+        if not self._detached and isinstance(self._store, MemoryStore) and self._pid != here:
+            return (f"this process (pid {here}) was forked from process {self._pid}, which keeps this ledger in "
+                    "its memory: the child holds a copy made at the fork, which charges would never leave. "
+                    "Share the ledger before starting the child processes: pickling the accountant (or an "
+                    "estimator that holds it) once, for example with pickle.dumps(accountant), moves it to a "
+                    "file that every process of this machine can charge. In model selection, n_jobs=1, "
+                    "joblib's default process backend (loky) and the threading backend never detach a ledger, "
+                    "nor do the 'spawn' and 'forkserver' start methods of multiprocessing")
+        host, pid = self._keeper
+        if host is not None and host != socket.gethostname():
+            return (f"it was created on machine {host!r} and ledgers are shared between the processes of "
+                    "one machine only. Pass this process a BudgetAccountant of its own")
+        state = _process_state(pid)
+        if pid == here:
+            return ("this process kept the ledger's file and removed it when the BudgetAccountant that created "
+                    "it was garbage-collected (a ledger lives as long as that object and at most as long as "
+                    "its process). Keep a reference to the accountant while copies of it are in use")
+        if state == "running":
+            return (f"process {pid}, which keeps this ledger, is still running, but the ledger's file is gone: "
+                    "that process removed it when its BudgetAccountant was garbage-collected, or the file was "
+                    "deleted. Keep a reference to the accountant in that process while copies of it are in use")
+        if state == "ended":
+            return f"process {pid}, which kept this ledger, has ended, and its ledger with it"
+        keeper = "the process that kept it" if pid is None else f"process {pid}, which kept it,"
+        return (f"its file is gone and {keeper} may have ended. In model selection, n_jobs=1, joblib's default "
+                "process backend (loky) and the threading backend keep the ledger reachable")
+
+    def _detached_error(self, what):
+        entries = self._snapshot()
+        return DetachedAccountantError(
+            f"This BudgetAccountant's ledger cannot be reached from this process: {self._detached_reason()}. "
+            f"{what} This copy holds the {len(entries)} entries it last saw; call accountant.reattach() to "
+            "continue from them as an independent ledger in this process, or use a new BudgetAccountant.")
 
     @property
     def shared(self):
@@ -314,6 +364,8 @@ class BudgetAccountant:
 
     @property
     def spent(self):
+        if self.detached:
+            raise self._detached_error("No total can be given: the ledger may have been charged since.")
         entries, peak = self._read()
         delta = self._reporting_delta(entries)
         if self._shares_noise:
@@ -331,7 +383,9 @@ class BudgetAccountant:
         return self._shares_noise
 
     def spent_at(self, delta):
-        """Total epsilon of everything charged so far, measured at ``delta``."""
+        """Total epsilon of everything charged so far, measured at ``delta`` (computed afresh)."""
+        if self.detached:
+            raise self._detached_error("No total can be given: the ledger may have been charged since.")
         return self.total_event().epsilon(_check_delta(delta))
 
     @property
@@ -342,13 +396,7 @@ class BudgetAccountant:
     # -- charging ----------------------------------------------------------------------
     def _check_attached(self):
         if self.detached:
-            raise DetachedAccountantError(
-                "This BudgetAccountant's ledger cannot be reached from this process: it was restored "
-                "from a pickle whose owning process has ended, or inherited by a forked child. Nothing "
-                "was charged. Run model selection with n_jobs=1, joblib's default process backend "
-                "(loky) or the threading backend, or call accountant.reattach() to use this copy as an "
-                "independent ledger."
-            )
+            raise self._detached_error("Nothing was charged and nothing was read from the data.")
 
     def _exceeds(self, entries, peak, measure=False):
         """Whether the total reported for ``entries`` would exceed the budget: ``(exceeded, (total, delta, measured))``.
@@ -493,6 +541,7 @@ class BudgetAccountant:
             self._store = MemoryStore(*self._store.read())
             self._detached = False
             self._pid = os.getpid()
+            self._keeper = (socket.gethostname(), os.getpid())
         return self
 
     def _share(self):
@@ -504,6 +553,7 @@ class BudgetAccountant:
         with self._lock:
             if isinstance(self._store, MemoryStore) and not self.detached:
                 self._store = FileStore.create(*self._store.read())
+                self._keeper = (socket.gethostname(), os.getpid())
 
     # -- default accountant --------------------------------------------------------------
     @staticmethod
@@ -545,7 +595,7 @@ class BudgetAccountant:
         # ledger first, so that the worker's copy charges it.
         self._share()
         state = {"epsilon": self._epsilon, "delta": self._delta, "implicit": self._implicit,
-                 "owner_pid": self._owner_pid,
+                 "owner_pid": self._owner_pid, "keeper": self._keeper,
                  "path": self._store.path if isinstance(self._store, FileStore) else None}
         state["entries"], state["peak"] = self._read()
         return _restore_accountant, (self._uid, state)
@@ -563,6 +613,21 @@ class BudgetAccountant:
         if self._implicit:
             return "BudgetAccountant.default()"
         return f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r})"
+
+
+def _process_state(pid):
+    """"running", "ended" or "unknown" for a process of this machine (used in messages only)."""
+    if pid is None or os.name != "posix":
+        return "unknown"  # os.kill(pid, 0) would terminate the process on Windows
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "ended"
+    except PermissionError:
+        return "running"  # a process of another user
+    except OSError:
+        return "unknown"
+    return "running"
 
 
 class _Ambiguous:

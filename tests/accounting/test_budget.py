@@ -3,6 +3,7 @@
 import copy
 import math
 import multiprocessing
+import os
 import pickle
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from skdp.accounting import (
     calibrate_gaussian,
     zcdp_to_dp,
 )
-from process_workers import spend_in_child, unpickle_and_spend
+from process_workers import spend_in_child, spend_or_explain, unpickle_and_spend
 
 
 def test_fits_compose_as_events_not_summed_epsilons():
@@ -318,3 +319,59 @@ def test_the_implicit_ledger_raises_its_peak_when_read_and_user_ledgers_at_every
     user._settle(user._reserve(GaussianRelease(1.0, 4.0), delta=1e-5), GaussianRelease(1.0, 4.0))
     user.spend(GaussianRelease(1.0, 4.0), delta=1e-5)
     assert measured.count(False) == 2  # a user's ledger measures once per charge
+
+
+# -- detached copies: no stale totals, messages that say what happened and what to do ---------
+def test_a_pickled_copy_of_a_collected_ledger_gives_no_stale_total_and_says_why():
+    import gc
+
+    acc = BudgetAccountant()
+    acc.spend(GaussianRelease(1.0, 10.0))
+    blob = pickle.dumps({"accountant": acc})  # e.g. an estimator saved with its ledger
+    acc.spend(GaussianRelease(1.0, 10.0))  # charged after the pickle (by this or a worker process)
+    del acc
+    gc.collect()  # the ledger's object is gone, and its file with it; this process is still running
+    copy_ = pickle.loads(blob)["accountant"]
+    assert copy_.detached and len(copy_.events) == 1  # what it last saw, listed as such ...
+    for read in (lambda: copy_.spent, lambda: copy_.remaining, lambda: copy_.spent_at(1e-5)):
+        with pytest.raises(DetachedAccountantError, match="may have been charged since") as info:
+            read()  # ... but no total, which would be stale (the second charge is missing)
+        message = str(info.value)
+        assert "has ended" not in message and "garbage-collected" in message and "reattach()" in message
+    copy_.reattach()  # what the message offers: continue from the entries it holds
+    assert copy_.spent == PrivacySpent(copy_.total_event().epsilon(0.0), 0.0)
+
+
+_EXPLAIN = """
+import os, pickle, sys
+sys.path[:0] = {paths!r}
+from process_workers import spend_or_explain
+print(spend_or_explain(pickle.loads(sys.stdin.buffer.read())))
+"""
+
+
+def test_a_child_is_told_that_the_keeper_of_a_removed_ledger_is_still_running():
+    import gc
+
+    acc = BudgetAccountant()
+    blob = pickle.dumps(acc)
+    del acc
+    gc.collect()  # the file is removed; this (the keeping) process keeps running
+    out = subprocess.run([sys.executable, "-c", _EXPLAIN.format(paths=sys.path[:3])], input=blob,
+                         capture_output=True, check=True)
+    message = out.stdout.decode()
+    assert f"process {os.getpid()}, which keeps this ledger, is still running" in message
+    assert "has ended" not in message and "may have been charged since" in message
+
+
+def test_forked_children_are_told_why_and_sharing_before_the_fork_lets_them_charge():
+    ctx = multiprocessing.get_context("fork")
+    acc = BudgetAccountant()
+    with ctx.Pool(1) as pool:  # forked while the ledger is in this process's memory
+        message = pool.apply(spend_or_explain, (acc,))
+    assert f"was forked from process {os.getpid()}" in message and "pickle.dumps(accountant)" in message
+    assert "has ended" not in message and acc.events == ()
+    pickle.dumps(acc)  # what the message advises: the ledger moves to a file ...
+    with ctx.Pool(1) as pool:  # ... and children forked now charge it
+        assert pool.apply(spend_or_explain, (acc,)) == "charged"
+    assert acc.events == (ZCDPRelease(0.01),)
