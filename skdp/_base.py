@@ -15,10 +15,16 @@ generator, runs the solver, checks that the event the solver reports is no
 more expensive than planned, and replaces the reservation by it. If the solver
 raises, the reservation stays: the data may have been read.
 
-Which ledger a fit charges: the ``accountant`` parameter; else the default of
-the current context (:meth:`~skdp.BudgetAccountant.default`). An estimator
-cloned or pickled inside a ``with BudgetAccountant(...)`` block remembers that
-block, so fits in joblib worker threads and processes charge it too.
+Which ledger a fit charges: the ``accountant`` parameter; else, decided when
+``fit`` is called (the scope rule, in full in the notes of
+:class:`~skdp.BudgetAccountant`): the innermost ``with BudgetAccountant(...)``
+block of the thread that fits; for a copy (``clone``, pickling) made inside a
+block, that block while it is open, so fits in joblib worker threads and
+processes charge it too; in a thread other than the main thread, the main
+thread's block; else the implicit ledger. A block of another thread is never
+charged by an estimator that was not copied inside it, and a closed block by
+none: an estimator created inside a block and a clone made there behave alike
+once the block has closed (both charge the default in force at fit time).
 
 Delta: ``delta="auto"`` (the estimators' default) resolves, once the number
 of rows ``n`` is known and before anything is reserved, to
@@ -147,9 +153,9 @@ class DPEstimatorMixin:
     def __sklearn_clone__(self):
         new = super().__sklearn_clone__()
         if new.accountant is None:
-            inherited = capture_default(getattr(self, "_inherited_accountant", None))
-            if inherited is not None:
-                new._inherited_accountant = inherited
+            remembered = capture_default(getattr(self, "_inherited_accountant", None))
+            if remembered is not None:
+                new._inherited_accountant = remembered
         return new
 
     def __getstate__(self):

@@ -21,14 +21,14 @@ Design notes
   *detached*: it lists the events it last saw, but it gives no total (which
   could be stale) and cannot be charged; :class:`DetachedAccountantError` says
   which of these happened and what to do.
-* The default accountant (estimators with ``accountant=None``) is per context:
-  the innermost ``with BudgetAccountant(...)`` block of the current thread or
-  asyncio task. A thread without a block of its own (a joblib worker thread)
-  uses the one block open in the process, and refuses to fit when several are
-  open (:class:`AmbiguousAccountantError`). Estimators remember the default in
-  force when they were cloned or pickled, so a fit in a worker process charges
-  the block its parent had open. Outside every block, fits are recorded by an
-  implicit process-wide ledger without a budget.
+* The default accountant (estimators with ``accountant=None``) is per thread
+  and asyncio task: the innermost ``with BudgetAccountant(...)`` block of the
+  thread that fits, else (in a thread other than the main thread) the block of
+  the main thread, else an implicit process-wide ledger without a budget; a
+  block of another thread is never a thread's default. Copies of an estimator
+  made inside a block (``clone``, pickling: how model selection hands fits to
+  worker threads and processes) charge that block while it is open. The scope
+  rule in full is in the Notes of :class:`BudgetAccountant`.
 * Fits compose as events: ten rho-zCDP fits cost ``10 rho``, converted once.
 * Totals never go down: a reported total is the larger of the composition at
   the reporting delta and the ledger's peak (the largest total it had after any
@@ -106,6 +106,8 @@ _MODULE_LOCK = threading.RLock()
 _CONTEXT_BLOCKS = contextvars.ContextVar("skdp_accountant_blocks", default=())
 # Every block open in this process, in any context: accountant uid -> [accountant, count].
 _OPEN_BLOCKS = {}
+# The blocks open in the main thread, in the order they were entered: (accountant, root).
+_MAIN_BLOCKS = []
 _IMPLICIT = {"default": None}
 
 
@@ -210,6 +212,30 @@ class BudgetAccountant:
     Traceback (most recent call last):
     ...
     skdp.accounting.budget.BudgetExceededError: Charging ZCDPRelease(rho=0.5) would ...
+
+    **Scope of a block.** A ``with BudgetAccountant(...)`` block makes the
+    accountant the default of every estimator whose ``accountant`` is None. The
+    ledger a fit charges is decided when ``fit`` is called, in this order:
+
+    1. the innermost block open in the thread (or asyncio task) that calls ``fit``;
+    2. for a *copy* of an estimator (``clone``, ``copy.deepcopy``, pickling),
+       the block in force where the copy was made, while that block is still
+       open: this is how ``GridSearchCV``, ``cross_validate`` and joblib hand fits
+       to worker threads and processes, which have no block of their own (a
+       worker process uses it while it can reach the ledger). joblib makes some
+       copies in helper threads without a block: such a copy takes the one block
+       open in the process, and when several are open it refuses to fit in any
+       other thread or process (:class:`AmbiguousAccountantError`, before
+       anything is spent); in the thread that made it, it is like any estimator;
+    3. in a thread other than the main thread, the block open in the main
+       thread (a script's block covers the threads it starts);
+    4. the implicit process-wide ledger (in a joblib or multiprocessing worker
+       process the fit refuses instead: nobody would see that ledger).
+
+    So a block of another thread is never the default of a thread, and a block
+    stops applying when it closes: an estimator created inside a block and
+    fitted after it closed charges the default in force at fit time, and so
+    does a copy made inside the block. Within the block, both charge it.
 
     Used as a context manager it becomes the default accountant of every
     estimator whose ``accountant`` is None:
@@ -561,18 +587,24 @@ class BudgetAccountant:
         """The accountant charged by estimators whose ``accountant`` is None.
 
         The innermost ``with BudgetAccountant(...)`` block of the current thread
-        or asyncio task; in a thread without a block, the one block open in the
-        process (several raise :class:`AmbiguousAccountantError`); outside every
-        block, an implicit process-wide accountant with an infinite budget that
-        records every fit.
+        or asyncio task; else, in a thread other than the main thread, the block
+        open in the main thread (a script's block covers the threads it starts);
+        else an implicit process-wide accountant with an infinite budget that
+        records every fit. A block open in another thread is never the default
+        of this one. (An estimator copied inside a block also remembers that
+        block: see the scope rule in the class notes.)
         """
         return resolve_default(None)
 
     def __enter__(self):
-        _CONTEXT_BLOCKS.set(_CONTEXT_BLOCKS.get() + (self,))
+        blocks = _CONTEXT_BLOCKS.get()
+        _CONTEXT_BLOCKS.set(blocks + (self,))
         with _MODULE_LOCK:
             slot = _OPEN_BLOCKS.setdefault(self._uid, [self, 0])
             slot[1] += 1
+            if _in_main_thread():
+                # ``root``: opened where no block was open (not nested, not in a task that copied one).
+                _MAIN_BLOCKS.append((self, not blocks))
         return self
 
     def __exit__(self, *exc_info):
@@ -587,6 +619,11 @@ class BudgetAccountant:
                 slot[1] -= 1
                 if slot[1] <= 0:
                     del _OPEN_BLOCKS[self._uid]
+            if _in_main_thread():
+                for i in range(len(_MAIN_BLOCKS) - 1, -1, -1):
+                    if _MAIN_BLOCKS[i][0] is self:
+                        del _MAIN_BLOCKS[i]
+                        break
         return False
 
     # -- identity under copies -----------------------------------------------------------
@@ -657,6 +694,17 @@ def _implicit_default():
         return acc
 
 
+def _in_main_thread():
+    return threading.current_thread() is threading.main_thread()
+
+
+def _main_block():
+    """The innermost block open in the main thread, or None (none, or several independent ones)."""
+    with _MODULE_LOCK:
+        roots = sum(1 for _, root in _MAIN_BLOCKS if root)
+        return _MAIN_BLOCKS[-1][0] if roots == 1 else None
+
+
 def _open_block():
     """The single distinct accountant with a ``with`` block open in this process, AMBIGUOUS, or None."""
     with _MODULE_LOCK:
@@ -666,57 +714,143 @@ def _open_block():
     return AMBIGUOUS if open_now else None
 
 
-def capture_default(inherited=None, implicit=False):
-    """The default accountant an estimator should remember when it is cloned or pickled.
+def _is_open(acc):
+    with _MODULE_LOCK:
+        return acc._uid in _OPEN_BLOCKS
 
-    The innermost block of this context; else what the estimator already
-    remembered (``inherited``); else the one block open in the process (or the
-    AMBIGUOUS marker when several are); else, with ``implicit=True``, the
-    implicit process-wide ledger (so a worker process records its fits there).
+
+class Remembered:
+    """The default ledger an estimator copy remembers from where it was made (see :func:`capture_default`).
+
+    Attributes
+    ----------
+    ledger : BudgetAccountant or AMBIGUOUS
+    guessed : bool
+        True when the copy was made in a thread without a block of its own and
+        the ledger is the block open elsewhere in the process (AMBIGUOUS when
+        several were): the copy was probably made for that block by one of
+        joblib's helper threads.
+    thread, pid : int
+        The thread and the process that made the copy.
+    """
+
+    __slots__ = ("ledger", "guessed", "thread", "pid")
+
+    def __init__(self, ledger, guessed=False, thread=None, pid=None):
+        self.ledger = ledger
+        self.guessed = bool(guessed)
+        self.thread = threading.get_ident() if thread is None else thread
+        self.pid = os.getpid() if pid is None else pid
+
+    def __reduce__(self):
+        return (Remembered, (self.ledger, self.guessed, self.thread, self.pid))
+
+    def __repr__(self):
+        return f"Remembered({self.ledger!r}, guessed={self.guessed})"
+
+    def made_here(self):
+        """True when the copy was made in the current thread of this process."""
+        return self.pid == os.getpid() and self.thread == threading.get_ident()
+
+
+def _as_remembered(value):
+    """A :class:`Remembered` (estimators pickled by earlier versions hold the ledger itself)."""
+    if value is None or isinstance(value, Remembered):
+        return value
+    return Remembered(value, guessed=value is AMBIGUOUS, thread=-1, pid=-1)
+
+
+def _still_applies(remembered):
+    """Whether a remembered ledger still applies here; None when it does not (the fit uses its own default).
+
+    * made by guess (or ambiguously) in this very thread: the copy was not
+      handed to anyone, so the thread's own default applies;
+    * AMBIGUOUS: the copy was handed to this thread or process, and for which
+      of several blocks cannot be told (refuse, before anything is spent);
+    * this process's implicit ledger: only worker processes record in it;
+    * a copy made in this process: while its block is open;
+    * a copy made in another process (a worker's): while the ledger can be
+      reached (the parent waits in its block while its workers fit); a worker
+      that cannot reach it refuses (its spend would be lost).
+    """
+    if remembered is None:
+        return None
+    ledger = remembered.ledger
+    if remembered.guessed and remembered.made_here():
+        return None
+    if ledger is AMBIGUOUS:
+        raise AmbiguousAccountantError(_AMBIGUOUS_MESSAGE)
+    if ledger.detached:
+        if multiprocessing.parent_process() is not None:
+            raise ledger._detached_error("Nothing was charged and nothing was read from the data.")
+        return None  # a ledger of another session that has ended: this process's default applies
+    if ledger._implicit and ledger._owner_pid == os.getpid():
+        return None
+    if remembered.pid == os.getpid():
+        return ledger if _is_open(ledger) else None
+    return ledger
+
+
+def capture_default(remembered=None, implicit=False):
+    """What an estimator copy (clone, deepcopy, pickle) remembers of the default ledger where it is made.
+
+    1. the innermost block of the current thread or task;
+    2. else what the original remembered, if it still applies;
+    3. else, in a thread other than the main thread (joblib's helper threads
+       clone and pickle the copies they hand to workers), the one block open in
+       the process, or AMBIGUOUS when several are (``guessed``);
+    4. else, with ``implicit=True`` (pickling), this process's implicit ledger,
+       so that a worker process records its fits where the parent can see them;
+    5. else None.
+
+    Returns
+    -------
+    Remembered or None
     """
     blocks = _CONTEXT_BLOCKS.get()
     if blocks:
-        return blocks[-1]
-    if inherited is not None:
-        return inherited
-    block = _open_block()
-    if block is not None:
-        return block
-    return _implicit_default() if implicit else None
+        return Remembered(blocks[-1])
+    remembered = _as_remembered(remembered)
+    if remembered is not None:
+        try:
+            if remembered.ledger is AMBIGUOUS or _still_applies(remembered) is not None:
+                return remembered
+        except (AmbiguousAccountantError, DetachedAccountantError):
+            return remembered  # the copy refuses wherever it is fitted, as its original would
+    if not _in_main_thread():
+        block = _open_block()
+        if block is not None:
+            return Remembered(block, guessed=True)
+    return Remembered(_implicit_default()) if implicit else None
 
 
-def resolve_default(inherited=None):
-    """The accountant a fit with ``accountant=None`` charges (see :meth:`BudgetAccountant.default`).
+def resolve_default(remembered=None):
+    """The accountant a fit with ``accountant=None`` charges (see the scope rule of :class:`BudgetAccountant`).
 
-    ``inherited`` is the default remembered when the estimator was cloned or
-    pickled (possibly in another process): it is used when the current context
-    has no block of its own and its ledger can be reached. A remembered implicit
-    ledger counts only in a process other than the one that owns it (a worker
-    recording in its parent's ledger): in its own process, an open block wins.
+    1. the innermost block of the current thread or task;
+    2. else the ledger the estimator remembers from where it was copied, if it
+       still applies (see :func:`_still_applies`);
+    3. else, in a thread other than the main thread, the block open in the main thread;
+    4. else, in a worker process, nothing (refuse); else the implicit ledger.
 
     Raises
     ------
     AmbiguousAccountantError
-        When several blocks are open in other threads and none in this one, or
-        the estimator was copied in such a state.
+        When the estimator was copied in a thread without a block while
+        several blocks were open elsewhere, and is fitted in another thread or process.
     DetachedAccountantError
-        In a child process, when there is no ledger of the parent to charge.
+        In a worker process, when there is no ledger of the parent to charge.
     """
     blocks = _CONTEXT_BLOCKS.get()
     if blocks:
         return blocks[-1]
-    if inherited is AMBIGUOUS:
-        raise AmbiguousAccountantError(_AMBIGUOUS_MESSAGE)
-    if (inherited is not None and not inherited.detached
-            and not (inherited._implicit and inherited._owner_pid == os.getpid())):
-        return inherited
-    # An inherited ledger that cannot be reached (its process has ended) no longer
-    # applies: this process's default does.
-    block = _open_block()
-    if block is AMBIGUOUS:
-        raise AmbiguousAccountantError(_AMBIGUOUS_MESSAGE)
-    if block is not None:
-        return block
+    ledger = _still_applies(_as_remembered(remembered))
+    if ledger is not None:
+        return ledger
+    if not _in_main_thread():
+        block = _main_block()
+        if block is not None:
+            return block
     if multiprocessing.parent_process() is not None:
         raise DetachedAccountantError(_WORKER_MESSAGE)
     return _implicit_default()
@@ -729,6 +863,8 @@ _WORKER_MESSAGE = (
     "(it is shared with the workers), or build the estimator in the parent and send it to the workers.")
 
 _AMBIGUOUS_MESSAGE = (
-    "Several `with BudgetAccountant(...)` blocks are open in other threads and this thread has none, so "
-    "the ledger to charge is ambiguous. Nothing was read from the data. Pass accountant= to the "
-    "estimator, or open a block in this thread.")
+    "This estimator was copied (cloned or pickled, as model selection does for its workers) in a thread "
+    "without a `with BudgetAccountant(...)` block of its own while several blocks were open in other "
+    "threads, and it is fitted in another thread or process: which block it works for cannot be told. "
+    "Nothing was read from the data. Pass accountant= to the estimator, or run the model selection in a "
+    "thread that has its own block.")

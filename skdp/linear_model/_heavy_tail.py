@@ -145,7 +145,10 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         Public moment bounds ``k``, ``G_k`` and ``G_2`` of the per-sample
         gradient norms (in standardised units), used by ``schedule="theory"``.
     accountant : BudgetAccountant or None, default=None
-        Ledger to charge; None charges ``BudgetAccountant.default()``.
+        Ledger to charge; None charges the default of the thread that fits
+        (the innermost ``with BudgetAccountant(...)`` block; a copy made by
+        ``clone`` or pickling inside a block charges that block while it is
+        open; see :class:`~skdp.BudgetAccountant` for the scope rule).
     random_state : None, int, Generator or RandomState, default=None
         None draws noise from operating-system entropy.
     verbose : int, default=0

@@ -105,6 +105,10 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     max_iter : int or "auto", default="auto"
         Steps of "clipped_gd" (30 by default).
     accountant : BudgetAccountant or None, default=None
+        Ledger to charge; None charges the default of the thread that fits
+        (the innermost ``with BudgetAccountant(...)`` block; a copy made by
+        ``clone`` or pickling inside a block charges that block while it is
+        open; see :class:`~skdp.BudgetAccountant` for the scope rule).
     random_state : None, int, Generator or RandomState, default=None
     verbose : int, default=0
 
