@@ -33,12 +33,14 @@ def main(argv=None):
                                                  "privacy.")
     parser.add_argument("--version", action="version", version=f"skdp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="command")
-    sub.add_parser("demo", help="show the accounting of example mechanisms, then fit DPHeavyTailRegressor and "
-                                "DPInterpolatingClassifier on raw data next to scikit-learn's non-private models",
-                   description="Print the privacy accounting of example mechanisms and of a shared budget, run "
-                               "a few mechanisms, then fit DPHeavyTailRegressor on a synthetic heavy-tailed table "
-                               "and DPInterpolatingClassifier on breast cancer and digits, next to their "
-                               "non-private scikit-learn counterparts, with the (epsilon, delta) each fit spent.")
+    sub.add_parser(
+        "demo",
+        help="show the accounting of example mechanisms, then fit DPHeavyTailRegressor and "
+             "DPInterpolatingClassifier on raw data next to scikit-learn's non-private models",
+        description="Print the privacy accounting of example mechanisms and of a shared budget, run a few "
+                    "mechanisms, then fit DPHeavyTailRegressor on a synthetic heavy-tailed table and "
+                    "DPInterpolatingClassifier on breast cancer and digits, next to their non-private "
+                    "scikit-learn counterparts, with the (epsilon, delta) each fit spent.")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import run_demo

@@ -117,9 +117,9 @@ class DPEstimatorMixin:
         delta = float(self.delta)
         if warn and n_samples is not None and delta * n_samples >= 1.0:
             warnings.warn(
-                f"delta={delta:g} is not below 1 / n_samples = {1.0 / n_samples:.3g}: a guarantee with such a "
-                "delta allows releasing a whole record with non-negligible probability. Choose delta at most "
-                f"about 1 / (10 n_samples) = {0.1 / n_samples:.3g}, or delta='auto'.",
+                f"delta={delta:g} is not below 1 / n_samples = {1.0 / n_samples:.3g}: a guarantee with such "
+                "a delta allows releasing a whole record with non-negligible probability. Choose delta at "
+                f"most about 1 / (10 n_samples) = {0.1 / n_samples:.3g}, or delta='auto'.",
                 PrivacyLeakWarning, stacklevel=4)
         return delta
 

@@ -27,7 +27,7 @@ def spend_in_child(acc):
 
 
 def spend_or_explain(acc):
-    """Charge ``ZCDPRelease(0.01)`` to ``acc``: "charged", or the message of the refusal and of reading the total."""
+    """Charge ``ZCDPRelease(0.01)`` to ``acc``: "charged", or why it refused to charge and to give a total."""
     try:
         acc.spend(ZCDPRelease(0.01))
         return "charged"

@@ -45,7 +45,8 @@ def test_version_from_the_module_and_in_process(capsys, monkeypatch):
     import skdp
     from skdp.__main__ import main
 
-    res = subprocess.run([sys.executable, "-m", "skdp", "--version"], capture_output=True, text=True, cwd=ROOT)
+    res = subprocess.run([sys.executable, "-m", "skdp", "--version"], capture_output=True, text=True,
+                         cwd=ROOT)
     assert res.returncode == 0 and res.stdout.strip() == f"skdp {skdp.__version__}"
     monkeypatch.setattr(sys, "argv", [_console_script()])
     with pytest.raises(SystemExit) as stop:

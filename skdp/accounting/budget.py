@@ -329,31 +329,32 @@ class BudgetAccountant:
         """Why this process cannot reach the ledger, in words (for :class:`DetachedAccountantError`)."""
         here = os.getpid()
         if not self._detached and isinstance(self._store, MemoryStore) and self._pid != here:
-            return (f"this process (pid {here}) was forked from process {self._pid}, which keeps this ledger in "
-                    "its memory: the child holds a copy made at the fork, which charges would never leave. "
+            return (f"this process (pid {here}) was forked from process {self._pid}, which keeps this ledger "
+                    "in its memory: the child holds a copy made at the fork, which no charge would leave. "
                     "Share the ledger before starting the child processes: pickling the accountant (or an "
                     "estimator that holds it) once, for example with pickle.dumps(accountant), moves it to a "
                     "file that every process of this machine can charge. In model selection, n_jobs=1, "
-                    "joblib's default process backend (loky) and the threading backend never detach a ledger, "
-                    "nor do the 'spawn' and 'forkserver' start methods of multiprocessing")
+                    "joblib's default process backend (loky) and the threading backend never detach a "
+                    "ledger, nor do the 'spawn' and 'forkserver' start methods of multiprocessing")
         host, pid = self._keeper
         if host is not None and host != socket.gethostname():
             return (f"it was created on machine {host!r} and ledgers are shared between the processes of "
                     "one machine only. Pass this process a BudgetAccountant of its own")
         state = _process_state(pid)
         if pid == here:
-            return ("this process kept the ledger's file and removed it when the BudgetAccountant that created "
-                    "it was garbage-collected (a ledger lives as long as that object and at most as long as "
-                    "its process). Keep a reference to the accountant while copies of it are in use")
+            return ("this process kept the ledger's file and removed it when the BudgetAccountant that "
+                    "created it was garbage-collected (a ledger lives as long as that object and at most as "
+                    "long as its process). Keep a reference to the accountant while copies of it are in use")
         if state == "running":
-            return (f"process {pid}, which keeps this ledger, is still running, but the ledger's file is gone: "
-                    "that process removed it when its BudgetAccountant was garbage-collected, or the file was "
-                    "deleted. Keep a reference to the accountant in that process while copies of it are in use")
+            return (f"process {pid}, which keeps this ledger, is still running, but the ledger's file is "
+                    "gone: that process removed it when its BudgetAccountant was garbage-collected, or the "
+                    "file was deleted. Keep a reference to the accountant in that process while copies of it "
+                    "are in use")
         if state == "ended":
             return f"process {pid}, which kept this ledger, has ended, and its ledger with it"
         keeper = "the process that kept it" if pid is None else f"process {pid}, which kept it,"
-        return (f"its file is gone and {keeper} may have ended. In model selection, n_jobs=1, joblib's default "
-                "process backend (loky) and the threading backend keep the ledger reachable")
+        return (f"its file is gone and {keeper} may have ended. In model selection, n_jobs=1, joblib's "
+                "default process backend (loky) and the threading backend keep the ledger reachable")
 
     def _detached_error(self, what):
         entries = self._snapshot()
@@ -425,11 +426,12 @@ class BudgetAccountant:
             raise self._detached_error("Nothing was charged and nothing was read from the data.")
 
     def _exceeds(self, entries, peak, measure=False):
-        """Whether the total reported for ``entries`` would exceed the budget: ``(exceeded, (total, delta, measured))``.
+        """Whether the total reported for ``entries`` exceeds the budget.
 
-        The total is the larger of the peak and the composition of ``entries``
-        (which alone is ``measured``). With an infinite budget it is computed only
-        when ``measure`` is true (else the detail is None).
+        Returns ``(exceeded, (total, delta, measured))``. The total is the larger
+        of the peak and the composition of ``entries`` (which alone is
+        ``measured``). With an infinite budget it is computed only when
+        ``measure`` is true (else the detail is None).
         """
         if math.isinf(self._epsilon) and not measure:
             return False, None
@@ -439,7 +441,7 @@ class BudgetAccountant:
         return total > self._epsilon * (1.0 + _TOLERANCE) + 1e-12, (total, delta, measured)
 
     def _measures_charges(self):
-        """Whether every charge raises the peak (a ledger the user created) or only reads do (the implicit one).
+        """Whether every charge raises the peak (a user's ledger) or only reads do (the implicit ledger).
 
         The implicit ledger has no budget and records every fit made outside a
         ledger of the user's: measuring its growing composition at each fit would
@@ -825,7 +827,7 @@ def capture_default(remembered=None, implicit=False):
 
 
 def resolve_default(remembered=None):
-    """The accountant a fit with ``accountant=None`` charges (see the scope rule of :class:`BudgetAccountant`).
+    """The accountant a fit with ``accountant=None`` charges (the scope rule of :class:`BudgetAccountant`).
 
     1. the innermost block of the current thread or task;
     2. else the ledger the estimator remembers from where it was copied, if it

@@ -161,7 +161,7 @@ def _in_thread(fn):
 
 
 def test_blocks_of_other_threads_are_never_the_default_of_this_one():
-    """The default is per thread: neither the main thread nor a third thread borrows another thread's block."""
+    """The default is per thread: neither the main thread nor a third one borrows another thread's block."""
     X, y = _data()
     implicit = BudgetAccountant.default()
     ledgers, close = _hold_blocks(1)
