@@ -15,10 +15,24 @@ generator, runs the solver, checks that the event the solver reports is no
 more expensive than planned, and replaces the reservation by it. If the solver
 raises, the reservation stays: the data may have been read.
 
-Which ledger a fit charges: the ``accountant`` parameter; else the default of
-the current context (:meth:`~skdp.BudgetAccountant.default`). An estimator
-cloned or pickled inside a ``with BudgetAccountant(...)`` block remembers that
-block, so fits in joblib worker threads and processes charge it too.
+Which ledger a fit charges: the ``accountant`` parameter; else, decided when
+``fit`` is called (the scope rule, in full in the notes of
+:class:`~skdp.BudgetAccountant`): the innermost ``with BudgetAccountant(...)``
+block of the thread that fits; for a copy (``clone``, pickling) made inside a
+block, that block while it is open, so fits in joblib worker threads and
+processes charge it too; in a thread other than the main thread, the main
+thread's block; else the implicit ledger. A block of another thread is never
+charged by an estimator that was not copied inside it, and a closed block by
+none: an estimator created inside a block and a clone made there behave alike
+once the block has closed (both charge the default in force at fit time).
+
+Delta: ``delta="auto"`` (the estimators' default) resolves, once the number
+of rows ``n`` is known and before anything is reserved, to
+:func:`~skdp.accounting.default_delta` ``(n) = min(1e-5, 1 / (10 n))``: 1e-5
+up to 10,000 rows (the earlier default, so those fits are unchanged), ten times
+below ``1 / n`` above. ``n`` is public, so the resolved delta is too; the fit
+plans, reserves and reports (``privacy_spent_``) at it. An explicit delta that
+is not below ``1 / n`` warns with :class:`~skdp.PrivacyLeakWarning`.
 
 Noise: ``random_state=None`` draws from operating-system entropy. With a seed,
 a fit charged to a ledger the user created as its ``k``-th entry draws from the
@@ -34,10 +48,10 @@ import warnings
 
 import numpy as np
 
-from .accounting import BudgetAccountant, PrivacyLeakWarning, PrivacySpent
+from .accounting import BudgetAccountant, PrivacyLeakWarning, PrivacySpent, default_delta
 from .accounting.budget import capture_default, resolve_default
 from .accounting.events import PrivacyEvent
-from ._validation import Interval, validate_params
+from ._validation import Interval, Options, validate_params
 
 __all__ = ["DPEstimatorMixin"]
 
@@ -50,19 +64,22 @@ class DPEstimatorMixin:
     Subclasses declare ``epsilon``, ``delta``, ``accountant``, ``random_state``
     and ``verbose`` in their ``__init__`` and merge
     ``DPEstimatorMixin._privacy_parameter_constraints`` into their
-    ``_parameter_constraints``.
+    ``_parameter_constraints``. ``delta`` is a float in [0, 1) or "auto"; a
+    fit reads it only through :meth:`_resolve_delta` (the number of rows is
+    needed to resolve "auto") and passes ``n_samples`` to :meth:`_run_private`.
 
     Attributes set by :meth:`_run_private`
     --------------------------------------
     privacy_event_ : PrivacyEvent
         Everything the fit released, as an event.
     privacy_spent_ : PrivacySpent
-        ``(epsilon, delta)``: the event's epsilon at the estimator's ``delta``.
+        ``(epsilon, delta)``: the event's epsilon at the fit's delta (the
+        resolved value when ``delta="auto"``).
     """
 
     _privacy_parameter_constraints = {
         "epsilon": [Interval(numbers.Real, 0, None, closed="neither")],
-        "delta": [Interval(numbers.Real, 0, 1, closed="left")],
+        "delta": [Interval(numbers.Real, 0, 1, closed="left"), Options({"auto"})],
         "accountant": [BudgetAccountant, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -79,6 +96,32 @@ class DPEstimatorMixin:
                 PrivacyLeakWarning,
                 stacklevel=3,
             )
+
+    def _pure_dp_requested(self):
+        """True when ``delta`` is an explicit 0 (pure DP); "auto" always resolves to a positive delta."""
+        return not isinstance(self.delta, str) and float(self.delta) == 0.0
+
+    def _resolve_delta(self, n_samples=None, *, warn=True):
+        """The delta of a fit on ``n_samples`` rows (public inputs only, before anything is reserved).
+
+        An explicit ``delta`` is used as given; with ``warn=True`` it warns
+        (:class:`~skdp.PrivacyLeakWarning`) when it is not below ``1 / n_samples``.
+        ``"auto"`` is :func:`~skdp.accounting.default_delta` ``(n_samples)``,
+        which is always below that bound, so it never warns.
+        """
+        if isinstance(self.delta, str):  # "auto" (validate_params refuses any other string)
+            if n_samples is None:
+                raise TypeError(f"{type(self).__name__} has delta={self.delta!r}: resolving it needs "
+                                "n_samples, which the fit must pass.")
+            return default_delta(int(n_samples))
+        delta = float(self.delta)
+        if warn and n_samples is not None and delta * n_samples >= 1.0:
+            warnings.warn(
+                f"delta={delta:g} is not below 1 / n_samples = {1.0 / n_samples:.3g}: a guarantee with such "
+                "a delta allows releasing a whole record with non-negligible probability. Choose delta at "
+                f"most about 1 / (10 n_samples) = {0.1 / n_samples:.3g}, or delta='auto'.",
+                PrivacyLeakWarning, stacklevel=4)
+        return delta
 
     def _resolve_accountant(self):
         """The accountant to charge: the parameter, else the default of this context (or remembered)."""
@@ -110,9 +153,9 @@ class DPEstimatorMixin:
     def __sklearn_clone__(self):
         new = super().__sklearn_clone__()
         if new.accountant is None:
-            inherited = capture_default(getattr(self, "_inherited_accountant", None))
-            if inherited is not None:
-                new._inherited_accountant = inherited
+            remembered = capture_default(getattr(self, "_inherited_accountant", None))
+            if remembered is not None:
+                new._inherited_accountant = remembered
         return new
 
     def __getstate__(self):
@@ -130,7 +173,7 @@ class DPEstimatorMixin:
             print(f"[{type(self).__name__}] {message}")
 
     # -- the private part of a fit ----------------------------------------------------------
-    def _run_private(self, planned_event, solve):
+    def _run_private(self, planned_event, solve, *, n_samples=None):
         """Charge ``planned_event``, run ``solve()`` and record what it released.
 
         Parameters
@@ -141,6 +184,9 @@ class DPEstimatorMixin:
             ``(rng) -> (event, result)``: runs the solver on the data with the
             fit's noise generator and returns the event it actually released
             together with its result.
+        n_samples : int or None, default=None
+            Rows of the training data; needed when ``delta="auto"`` (the
+            charge, the checks and ``privacy_spent_`` use the resolved delta).
 
         Returns
         -------
@@ -149,9 +195,10 @@ class DPEstimatorMixin:
         """
         if not isinstance(planned_event, PrivacyEvent):
             raise TypeError("planned_event must be a PrivacyEvent.")
+        fit_delta = self._resolve_delta(n_samples, warn=False)
         accountant = self._resolve_accountant()
         material = self._noise_seed_material()
-        entry, stream, shared = accountant._reserve(planned_event, delta=self.delta, noise_seed=material)
+        entry, stream, shared = accountant._reserve(planned_event, delta=fit_delta, noise_seed=material)
         self._log(f"reserved {planned_event!r}")
         if shared:
             warnings.warn(
@@ -171,8 +218,8 @@ class DPEstimatorMixin:
             raise TypeError("The solver must return a PrivacyEvent with its result.")
         # Compare at the estimator's delta and at the accountant's: an event can be
         # cheaper at one delta and dearer at another.
-        deltas = {float(self.delta), accountant._reporting_delta()}
-        for delta in sorted(d for d in deltas if 0.0 < d < 1.0) or [float(self.delta)]:
+        deltas = {fit_delta, accountant._reporting_delta()}
+        for delta in sorted(d for d in deltas if 0.0 < d < 1.0) or [fit_delta]:
             planned_eps = planned_event.epsilon(delta)
             actual_eps = event.epsilon(delta)
             if actual_eps > planned_eps * (1.0 + _PRIVACY_TOLERANCE) + 1e-12:
@@ -186,10 +233,10 @@ class DPEstimatorMixin:
                         "The model is withheld."
                     )
         accountant._settle(entry, event)
-        spent = event.epsilon(self.delta)
+        spent = event.epsilon(fit_delta)
         self.privacy_event_ = event
-        self.privacy_spent_ = PrivacySpent(spent, float(self.delta))
-        self._log(f"spent epsilon={spent:.4g} at delta={self.delta:.3g}")
+        self.privacy_spent_ = PrivacySpent(spent, fit_delta)
+        self._log(f"spent epsilon={spent:.4g} at delta={fit_delta:.3g}")
         return result
 
     # -- scikit-learn tags ------------------------------------------------------------------

@@ -13,7 +13,8 @@ import numpy as np
 
 from skdp.accounting import BudgetExceededError, DetachedAccountantError, LaplaceRelease, ZCDPRelease
 
-__all__ = ["spend_in_child", "unpickle_and_spend", "train_toy_ridge", "spend_until_refused"]
+__all__ = ["spend_in_child", "unpickle_and_spend", "train_toy_ridge", "spend_until_refused",
+           "spend_or_explain"]
 
 
 def spend_in_child(acc):
@@ -23,6 +24,19 @@ def spend_in_child(acc):
         return "charged a copy"
     except DetachedAccountantError:
         return "refused"
+
+
+def spend_or_explain(acc):
+    """Charge ``ZCDPRelease(0.01)`` to ``acc``: "charged", or why it refused to charge and to give a total."""
+    try:
+        acc.spend(ZCDPRelease(0.01))
+        return "charged"
+    except DetachedAccountantError as refusal:
+        try:
+            acc.spent
+        except DetachedAccountantError as reading:
+            return f"{refusal}\n{reading}"
+        return f"{refusal}\nthe total was given"
 
 
 def unpickle_and_spend(data):

@@ -2,6 +2,7 @@
 test_estimator_checks.py)."""
 
 import pickle
+import warnings
 
 import joblib
 import numpy as np
@@ -13,7 +14,7 @@ from sklearn.preprocessing import FunctionTransformer
 
 from skdp import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
 from skdp._validation import InvalidParameterError
-from skdp.accounting import GaussianRelease, PrivacySpent, ZCDPRelease
+from skdp.accounting import GaussianRelease, PrivacySpent, ZCDPRelease, default_delta
 from toy_estimator import ToyDPRidge
 
 
@@ -114,6 +115,47 @@ def test_invalid_parameters_are_rejected_in_fit_not_init():
         est = ToyDPRidge(**params)  # stores, never checks
         with pytest.raises(InvalidParameterError, match=repr(next(iter(params)))):
             est.fit(X, y)
+
+
+def test_delta_auto_is_resolved_by_the_public_rule_and_reported():
+    X, y = _data(n=20_000)
+    acc = BudgetAccountant()
+    est = ToyDPRidge(delta="auto", accountant=acc, random_state=0).fit(X, y)
+    assert est.delta == "auto"  # the parameter is never written
+    assert est.privacy_spent_.delta == default_delta(20_000) == 5e-6
+    assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)  # calibrated at the resolved delta
+    assert acc.spent.delta == 5e-6  # the ledger was charged at the resolved delta too
+    explicit = ToyDPRidge(delta=5e-6, accountant=BudgetAccountant(), random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, explicit.coef_)
+
+
+def test_delta_auto_equals_1e_5_on_small_tables():
+    X, y = _data(n=400)
+    a = ToyDPRidge(delta="auto", accountant=BudgetAccountant(), random_state=0).fit(X, y)
+    b = ToyDPRidge(delta=1e-5, accountant=BudgetAccountant(), random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.privacy_spent_ == b.privacy_spent_
+
+
+@pytest.mark.parametrize("n", [100, 10_000, 100_000, 10**7])
+def test_delta_auto_never_warns_and_an_explicit_delta_not_below_one_over_n_does(n):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        assert ToyDPRidge(delta="auto")._resolve_delta(n) == default_delta(n)
+        if n <= 10_000:
+            assert ToyDPRidge(delta=1e-5)._resolve_delta(n) == 1e-5
+        else:
+            with pytest.raises(PrivacyLeakWarning, match="not below 1 / n_samples"):
+                ToyDPRidge(delta=1e-5)._resolve_delta(n)
+
+
+@pytest.mark.parametrize("delta", ["Auto", "1e-5", None, float("nan"), 1.0, -1e-9, [1e-5]])
+def test_nonsense_deltas_are_refused_before_any_spend(delta):
+    X, y = _data()
+    acc = BudgetAccountant()
+    with pytest.raises(InvalidParameterError, match="'delta'"):
+        ToyDPRidge(delta=delta, accountant=acc).fit(X, y)
+    assert acc.events == ()
 
 
 def test_infinite_epsilon_warns_and_adds_no_noise():

@@ -2,6 +2,7 @@
 
 import re
 import runpy
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,49 @@ def test_cli_without_a_command_prints_help():
     res = subprocess.run([sys.executable, "-m", "skdp"], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2
     assert "demo" in res.stdout
+    assert res.stdout.startswith("usage: python -m skdp [-h] [--version]")  # not "__main__.py"
+
+
+def _console_script():
+    """The installed ``skdp`` console script next to this interpreter (pip puts both in one folder)."""
+    script = Path(sys.executable).parent / ("skdp.exe" if sys.platform == "win32" else "skdp")
+    if not script.exists():
+        script = shutil.which("skdp")
+    assert script is not None, "the skdp console script is not installed (pip install -e .)"
+    return str(script)
+
+
+def test_version_from_the_module_and_in_process(capsys, monkeypatch):
+    import skdp
+    from skdp.__main__ import main
+
+    res = subprocess.run([sys.executable, "-m", "skdp", "--version"], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert res.returncode == 0 and res.stdout.strip() == f"skdp {skdp.__version__}"
+    monkeypatch.setattr(sys, "argv", [_console_script()])
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"skdp {skdp.__version__}"
+
+
+def test_the_console_script_names_itself_in_the_usage_line():
+    res = subprocess.run([_console_script()], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2 and res.stdout.startswith("usage: skdp [-h] [--version]")
+
+
+def test_demo_help_says_it_fits_both_estimators(capsys):
+    from skdp.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "DPHeavyTailRegressor" in text and "DPInterpolatingClassifier" in text
+
+
+def test_license_matches_the_package_metadata():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License") and "The skdp developers" in text
+    assert 'license = "BSD-3-Clause"' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_readme_examples_run_and_say_what_they_print():
@@ -40,6 +84,7 @@ def test_readme_examples_run_and_say_what_they_print():
     # The comment under the example: R^2 about 0.81 for the private model, 1.0 spent.
     assert model.score(X_test, y_test) > 0.75
     assert model.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    assert model.privacy_spent_.delta == 5e-6  # delta="auto" on 20,000 rows: 1 / (10 n)
     namespace = {}
     exec(compile(code[1], "README.md", "exec"), namespace)  # noqa: S102
     assert namespace["budget"].spent.epsilon <= 1.0

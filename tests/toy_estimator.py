@@ -46,7 +46,7 @@ class ToyDPRidge(DPEstimatorMixin, RegressorMixin, BaseEstimator):
         lipschitz = 2.0 * self.row_norm * self.label_bound
         tol = 0.01 * lipschitz / (self.alpha * n_samples)
         sensitivity = erm_sensitivity(lipschitz, self.alpha, n_samples, tol)
-        noise_std = calibrate_gaussian(sensitivity, self.epsilon, self.delta)
+        noise_std = calibrate_gaussian(sensitivity, self.epsilon, self._resolve_delta(n_samples))
         return lipschitz, tol, GaussianRelease(sensitivity, noise_std)
 
     def fit(self, X, y):
@@ -74,7 +74,7 @@ class ToyDPRidge(DPEstimatorMixin, RegressorMixin, BaseEstimator):
                 random_state=rng,
             )[::-1]
 
-        self.coef_ = self._run_private(planned, solve)
+        self.coef_ = self._run_private(planned, solve, n_samples=n)
         return self
 
     def predict(self, X):

@@ -13,13 +13,20 @@ time it is pickled (that is how joblib sends it to a worker process), so a fit
 in another process on this machine reattaches to the user's ledger and the
 budget refuses across processes exactly as in one.
 
-Every store offers the same three operations, which are all an accountant
-needs: ``snapshot()`` (the entries, in order), ``append_if(entry, accept)``
-(atomically: append ``entry`` if ``accept(entries + [entry])`` is true) and
-``replace(key, event)`` (settle a reservation by the event actually released).
-A store for several machines (for example one kept by a dask scheduler) would
-implement these three operations on a shared service; nothing else in skdp
-would change.
+Besides the entries a store keeps the ledger's *peak*: the largest total
+epsilon reported for it so far, by any process. The accountant reports the
+larger of the peak and the current composition, so a total never goes down
+(see :class:`~skdp.BudgetAccountant`).
+
+Every store offers the same five operations, which are all an accountant
+needs: ``snapshot()`` (the entries, in order), ``read()`` (the entries and the
+peak, read together), ``append_if(entry, accept)`` (atomically: call
+``accept(entries + [entry], peak)``, which returns None to refuse or a total to
+raise the peak to, and append ``entry`` unless refused), ``replace(key, event)``
+(settle a reservation by the event actually released) and
+``raise_peak(value)``. A store for several machines (for example one kept by a
+dask scheduler) would implement these operations on a shared service; nothing
+else in skdp would change.
 """
 
 import os
@@ -60,24 +67,35 @@ class Entry:
 
 
 class MemoryStore:
-    """Entries in a list of this process, guarded by a lock."""
+    """Entries (and the peak) in this process, guarded by a lock."""
 
     shared = False
 
-    def __init__(self, entries=()):
+    def __init__(self, entries=(), peak=0.0):
         self._entries = list(entries)
+        self._peak = float(peak)
         self._lock = threading.RLock()
 
     def snapshot(self):
         with self._lock:
             return list(self._entries)
 
+    def read(self):
+        with self._lock:
+            return list(self._entries), self._peak
+
     def append_if(self, entry, accept):
         with self._lock:
-            if not accept(self._entries + [entry]):
+            total = accept(self._entries + [entry], self._peak)
+            if total is None:
                 return False
             self._entries.append(entry)
+            self._peak = max(self._peak, float(total))
             return True
+
+    def raise_peak(self, value):
+        with self._lock:
+            self._peak = max(self._peak, float(value))
 
     def replace(self, key, event):
         with self._lock:
@@ -94,8 +112,8 @@ _HEADER = struct.Struct("<Q")
 class FileStore:
     """Entries in an append-only file, shared by every process on this machine that opens it.
 
-    Records are length-prefixed pickles of ``("add", Entry)`` or
-    ``("set", key, event)``. Every operation takes an exclusive lock on the file
+    Records are length-prefixed pickles of ``("add", Entry, peak)``,
+    ``("set", key, event)`` or ``("peak", value)``. Every operation takes an exclusive lock on the file
     (``fcntl.flock`` on POSIX, ``msvcrt.locking`` on Windows) and a lock of this
     process (file locks do not exclude threads that share a descriptor), reads
     the records appended since its last visit, and appends its own.
@@ -108,6 +126,7 @@ class FileStore:
     def __init__(self, path, owner=False):
         self.path = os.fspath(path)
         self._entries = []
+        self._peak = 0.0
         self._offset = 0
         self._lock = threading.RLock()
         self._pid = os.getpid()
@@ -118,13 +137,14 @@ class FileStore:
             weakref.finalize(self, _remove_if_owner, self.path, os.getpid())
 
     @classmethod
-    def create(cls, entries=()):
-        """A new store in a private temporary folder, holding ``entries``."""
+    def create(cls, entries=(), peak=0.0):
+        """A new store in a private temporary folder, holding ``entries`` and ``peak``."""
         folder = tempfile.mkdtemp(prefix="skdp-ledger-")  # mode 0700
         path = os.path.join(folder, "ledger.bin")
         with open(path, "xb") as fh:
             for entry in entries:
                 fh.write(_record(("add", entry)))
+            fh.write(_record(("peak", float(peak))))
         store = cls(path, owner=True)
         store._folder = folder
         return store
@@ -133,8 +153,8 @@ class FileStore:
         return os.path.exists(self.path)
 
     def cached(self):
-        """The entries read so far (what this process knew when the file was last reachable)."""
-        return list(self._entries)
+        """The entries and the peak read so far (what this process knew when the file was last reachable)."""
+        return list(self._entries), self._peak
 
     # -- locking and reading ------------------------------------------------------------------
     def _open(self):
@@ -184,6 +204,10 @@ class FileStore:
     def _apply(self, record):
         if record[0] == "add":
             self._entries.append(record[1])
+            if len(record) > 2:
+                self._peak = max(self._peak, record[2])
+        elif record[0] == "peak":
+            self._peak = max(self._peak, record[1])
         else:
             _, key, event = record
             for i, entry in enumerate(self._entries):
@@ -207,13 +231,27 @@ class FileStore:
     def snapshot(self):
         return self._locked(lambda fh: list(self._entries))
 
+    def read(self):
+        return self._locked(lambda fh: (list(self._entries), self._peak))
+
     def append_if(self, entry, accept):
         def op(fh):
-            if not accept(self._entries + [entry]):
+            total = accept(self._entries + [entry], self._peak)
+            if total is None:
                 return False
-            self._write(fh, ("add", entry))
+            peak = max(self._peak, float(total))
+            self._write(fh, ("add", entry, peak))
             self._entries.append(entry)
+            self._peak = peak
             return True
+
+        return self._locked(op)
+
+    def raise_peak(self, value):
+        def op(fh):
+            if float(value) > self._peak:
+                self._write(fh, ("peak", float(value)))
+                self._peak = float(value)
 
         return self._locked(op)
 

@@ -47,10 +47,16 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     epsilon : float > 0, default=1.0
         Privacy budget of one fit. ``inf`` fits without noise (not private;
         warns with :class:`~skdp.PrivacyLeakWarning`).
-    delta : float in (0, 1), default=1e-5
-        Privacy parameter delta; choose it well below ``1 / n_samples`` (a
-        fit warns with :class:`~skdp.PrivacyLeakWarning` when it is not below
-        it). The solvers add Gaussian noise, so delta must be positive.
+    delta : float in (0, 1) or "auto", default="auto"
+        Privacy parameter delta. "auto" is
+        :func:`~skdp.accounting.default_delta` of the number of rows,
+        ``min(1e-5, 1 / (10 n_samples))``: 1e-5 up to 10,000 rows (the
+        earlier default: those fits are unchanged), ten times below
+        ``1 / n_samples`` above, so a default fit never warns about delta. An
+        explicit delta should be well below ``1 / n_samples``; a fit warns
+        with :class:`~skdp.PrivacyLeakWarning` when it is not. The solvers add
+        Gaussian noise, so delta must be positive. ``privacy_spent_`` reports
+        the delta used.
     loss : {"squared", "huber", "absolute", "quantile"} or callable, default="squared"
         The per-row loss of the residual. A callable ``f(prediction, y) ->
         (values, derivatives)`` is accepted by ``algorithm="localized"`` and
@@ -139,7 +145,10 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         Public moment bounds ``k``, ``G_k`` and ``G_2`` of the per-sample
         gradient norms (in standardised units), used by ``schedule="theory"``.
     accountant : BudgetAccountant or None, default=None
-        Ledger to charge; None charges ``BudgetAccountant.default()``.
+        Ledger to charge; None charges the default of the thread that fits
+        (the innermost ``with BudgetAccountant(...)`` block; a copy made by
+        ``clone`` or pickling inside a block charges that block while it is
+        open; see :class:`~skdp.BudgetAccountant` for the scope rule).
     random_state : None, int, Generator or RandomState, default=None
         None draws noise from operating-system entropy.
     verbose : int, default=0
@@ -181,7 +190,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         the check is confident); when an explicitly chosen algorithm is
         predicted to be poor where "auto" would run another.
     PrivacyLeakWarning
-        When ``epsilon = inf`` or ``delta`` is not below ``1 / n_samples``.
+        When ``epsilon = inf`` or an explicit ``delta`` is not below
+        ``1 / n_samples`` ("auto" never is).
 
     Notes
     -----
@@ -243,7 +253,7 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         "second_moment_bound": [Interval(numbers.Real, 0, None, closed="neither"), None],
     }
 
-    def __init__(self, *, epsilon=1.0, delta=1e-5, loss="squared", huber_delta="auto", quantile=0.5,
+    def __init__(self, *, epsilon=1.0, delta="auto", loss="squared", huber_delta="auto", quantile=0.5,
                  alpha=0.0, l1_ratio=0.0, fit_intercept=True, algorithm="auto", schedule="practical",
                  scaling="auto", scaling_share="auto", max_iter="auto", moment_order=4, moment_bound=None,
                  second_moment_bound=None, accountant=None, random_state=None, verbose=0):
@@ -268,7 +278,7 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         self.verbose = verbose
 
     def _check_parameters(self):
-        if float(self.delta) == 0.0:
+        if self._pure_dp_requested():
             raise InvalidParameterError(
                 "The 'delta' parameter of DPHeavyTailRegressor must be in (0, 1): its solvers add Gaussian "
                 "noise, whose guarantee needs delta > 0 (pure DP, delta=0, is not available). Got delta=0.")

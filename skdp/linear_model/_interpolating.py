@@ -55,9 +55,15 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     Parameters
     ----------
     epsilon : float > 0 or inf, default=1.0
-    delta : float in [0, 1), default=1e-5
-        0 gives pure epsilon-DP: exponential-mechanism scaling and l2-Laplace
-        noise, composed by basic composition.
+    delta : float in [0, 1) or "auto", default="auto"
+        "auto" is :func:`~skdp.accounting.default_delta` of the number of
+        rows, ``min(1e-5, 1 / (10 n_samples))``: 1e-5 up to 10,000 rows (the
+        earlier default: those fits are unchanged), ten times below
+        ``1 / n_samples`` above, so a default fit never warns about delta; an
+        explicit delta that is not below ``1 / n_samples`` warns. 0 gives
+        pure epsilon-DP: exponential-mechanism scaling and l2-Laplace noise,
+        composed by basic composition. ``privacy_spent_`` reports the delta
+        used.
     loss : {"squared_hinge", "smoothed_hinge", "modified_huber", "logistic"}, default="squared_hinge"
         The margin loss. "logistic" has no minimiser on separable data, so only
         ``algorithm="clipped_gd"`` takes it (the localization methods refuse it
@@ -99,6 +105,10 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     max_iter : int or "auto", default="auto"
         Steps of "clipped_gd" (30 by default).
     accountant : BudgetAccountant or None, default=None
+        Ledger to charge; None charges the default of the thread that fits
+        (the innermost ``with BudgetAccountant(...)`` block; a copy made by
+        ``clone`` or pickling inside a block charges that block while it is
+        open; see :class:`~skdp.BudgetAccountant` for the scope rule).
     random_state : None, int, Generator or RandomState, default=None
     verbose : int, default=0
 
@@ -122,15 +132,16 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     Warns
     -----
     PrivacyLeakWarning
-        When ``classes`` is None, ``epsilon = inf`` or ``delta >= 1 / n``.
+        When ``classes`` is None, ``epsilon = inf`` or an explicit
+        ``delta >= 1 / n`` ("auto" never is).
     LowBudgetWarning
         When the private scaling quantiles are starved.
 
     Notes
     -----
     ``algorithm="auto"`` reads only public inputs (``delta``, the loss): it
-    runs "clipped_gd" for (epsilon, delta)-DP and for the logistic loss, and
-    "epoch_growth" for pure DP (``delta=0``), following
+    runs "clipped_gd" for (epsilon, delta)-DP (including ``delta="auto"``) and
+    for the logistic loss, and "epoch_growth" for pure DP (``delta=0``), following
     ``benchmarks/classification``: with Gaussian noise the clipped baseline was
     at least as accurate as every localization method in every cell measured;
     under pure DP its steps compose by basic composition, and the one-release
@@ -188,7 +199,7 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), Options({"auto"})],
     }
 
-    def __init__(self, *, epsilon=1.0, delta=1e-5, loss="squared_hinge", alpha=1e-4, fit_intercept=True,
+    def __init__(self, *, epsilon=1.0, delta="auto", loss="squared_hinge", alpha=1e-4, fit_intercept=True,
                  algorithm="auto", multi_class="auto", classes=None, schedule="practical", growth_exponent=3.0,
                  scaling="auto", max_iter="auto", accountant=None, random_state=None, verbose=0):
         self.epsilon = epsilon
@@ -209,7 +220,7 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
 
     # -- hooks of the shared pipeline ------------------------------------------------------------
     def _choose_algorithm(self, n_samples, n_features):
-        if float(self.delta) == 0.0 and self.loss != "logistic":
+        if self._pure_dp_requested() and self.loss != "logistic":
             return "epoch_growth"
         return "clipped_gd"
 

@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
-from ..accounting import LowBudgetWarning, PrivacyLeakWarning, Sequential
+from ..accounting import LowBudgetWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, solver_names
 from ._budget import plan_budget, plan_pure_budget
 from ._fit_check import private_fit_check
@@ -144,11 +144,7 @@ class PrivateLinearModel(DPEstimatorMixin):
         n, d = X.shape
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples; got n_samples = {n}.")
-        if float(self.delta) * n >= 1.0:
-            warnings.warn(
-                f"delta={self.delta:g} is not below 1 / n_samples = {1.0 / n:.3g}: a guarantee with such a "
-                "delta allows releasing a whole record with non-negligible probability. Choose delta at most "
-                f"about 1 / (10 n_samples) = {0.1 / n:.3g}.", PrivacyLeakWarning, stacklevel=3)
+        self._resolve_delta(n)  # "auto" -> default_delta(n); an explicit delta >= 1 / n warns
         solver = requested if requested is not None else self._configured(self._choose_algorithm(n, d))
         solver.check(self._problem_spec(solver, n, d, "none"))
         plan = self._plan(solver, n, d)
@@ -169,7 +165,7 @@ class PrivateLinearModel(DPEstimatorMixin):
                 events.append(check.event)
             return Sequential(events), (result, scaling, coef, intercept, check)
 
-        result, scaling, coef, intercept, check = self._run_private(plan.event, private_fit)
+        result, scaling, coef, intercept, check = self._run_private(plan.event, private_fit, n_samples=n)
         if check is not None and check.doubtful:
             coef, intercept = self._after_failed_check(check, scaling, coef, intercept, n, d)
         # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
@@ -185,15 +181,19 @@ class PrivateLinearModel(DPEstimatorMixin):
         return self
 
     def _plan(self, solver, n, d):
-        """The budget plan (public inputs only): pure DP when ``delta = 0``, else the Gaussian plan."""
+        """The budget plan (public inputs only): pure DP when ``delta = 0``, else the Gaussian plan.
+
+        The plan uses the fit's delta (``default_delta(n)`` for ``delta="auto"``).
+        """
+        delta = self._resolve_delta(n, warn=False)
         common = {"epsilon": float(self.epsilon), "n_samples": n, "n_features": d,
                   "fit_intercept": self.fit_intercept, "solver": solver,
                   "make_spec": lambda mode: self._problem_spec(solver, n, d, mode),
                   "scaling": getattr(self, "scaling", "auto"),
                   "scaling_share": getattr(self, "scaling_share", "auto"), "scale_target": self._scales_target}
-        if float(self.delta) == 0.0:
+        if delta == 0.0:
             return plan_pure_budget(**common, stacklevel=5)
-        return plan_budget(**common, delta=float(self.delta), schedule=getattr(self, "schedule", "practical"),
+        return plan_budget(**common, delta=delta, schedule=getattr(self, "schedule", "practical"),
                            adapt_solver=not isinstance(self.algorithm, Solver), stacklevel=5,
                            fit_check=self._has_fit_check)
 

@@ -4,10 +4,13 @@ Every scenario here lost spend or let a budget through before the default
 accountant became per context and ledgers became shared across processes.
 """
 
+import pickle
 import threading
 
+import joblib
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, RandomizedSearchCV, cross_val_score, cross_validate
 
 from skdp import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
@@ -115,10 +118,10 @@ def test_a_thread_without_a_block_uses_the_one_open_block():
     assert len(acc.events) == 1
 
 
-def test_several_open_blocks_make_the_default_ambiguous_and_nothing_is_spent():
-    X, y = _data()
-    opened, release = threading.Barrier(3), threading.Event()
-    ledgers = []
+def _hold_blocks(count):
+    """Open ``count`` blocks, each in a thread of its own; return (ledgers, release)."""
+    opened, release = threading.Barrier(count + 1), threading.Event()
+    ledgers, threads = [], []
 
     def hold_block():
         with BudgetAccountant() as acc:
@@ -126,21 +129,110 @@ def test_several_open_blocks_make_the_default_ambiguous_and_nothing_is_spent():
             opened.wait()
             release.wait()
 
-    threads = [threading.Thread(target=hold_block) for _ in range(2)]
-    for t in threads:
-        t.start()
+    for _ in range(count):
+        threads.append(threading.Thread(target=hold_block))
+        threads[-1].start()
     opened.wait()
+
+    def close():
+        release.set()
+        for t in threads:
+            t.join()
+
+    return ledgers, close
+
+
+def _in_thread(fn):
+    """Run ``fn`` in a new thread; return its result, or raise what it raised."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def test_blocks_of_other_threads_are_never_the_default_of_this_one():
+    """The default is per thread: neither the main thread nor a third one borrows another thread's block."""
+    X, y = _data()
+    implicit = BudgetAccountant.default()
+    ledgers, close = _hold_blocks(1)
     try:
-        with pytest.raises(AmbiguousAccountantError, match="accountant="):
-            ToyDPRidge().fit(X, y)
+        assert BudgetAccountant.default() is implicit  # the main thread, one block open elsewhere
+    finally:
+        close()
+    ledgers, close = _hold_blocks(2)
+    try:
+        assert BudgetAccountant.default() is implicit
+        ToyDPRidge().fit(X, y)  # two blocks open elsewhere: no AmbiguousAccountantError ...
+        assert len(implicit.events) == 1  # ... the fit charges this thread's default
+        _in_thread(lambda: ToyDPRidge().fit(X, y))  # nor in a third thread
+        assert _in_thread(BudgetAccountant.default) is implicit
+        assert len(implicit.events) == 2
         acc = BudgetAccountant()
         ToyDPRidge(accountant=acc).fit(X, y)  # an explicit accountant is never ambiguous
         assert len(acc.events) == 1
     finally:
-        release.set()
-        for t in threads:
-            t.join()
+        close()
     assert [len(acc.events) for acc in ledgers] == [0, 0]
+
+
+def test_a_copy_handed_to_another_thread_while_several_blocks_are_open_refuses_and_nothing_is_spent():
+    """joblib's helper threads clone the copies they hand to workers; with two blocks open elsewhere the
+    block a copy works for cannot be told, so it refuses (in the thread that made it, it is its own)."""
+    X, y = _data()
+    ledgers, close = _hold_blocks(2)
+    try:
+        copy_ = _in_thread(lambda: clone(ToyDPRidge()))  # copied by a thread without a block
+        with pytest.raises(AmbiguousAccountantError, match="accountant="):
+            copy_.fit(X, y)  # fitted in another thread
+        assert _in_thread(lambda: clone(ToyDPRidge()).fit(X, y)).privacy_spent_.epsilon > 0  # same thread
+    finally:
+        close()
+    assert [len(acc.events) for acc in ledgers] == [0, 0]
+    assert len(BudgetAccountant.default().events) == 1
+
+
+def test_model_selection_inside_a_block_of_another_thread_charges_that_block():
+    """The helper threads that dispatch the later folds have no block; their copies take the one open."""
+    X, y = _data()
+
+    def search():
+        with BudgetAccountant() as acc:
+            with joblib.parallel_backend("threading"):
+                cross_val_score(ToyDPRidge(), X, y, cv=6, n_jobs=2)  # more folds than joblib pre-dispatches
+        return acc
+
+    acc = _in_thread(search)
+    assert len(acc.events) == 6 and BudgetAccountant.default().events == ()
+
+
+def test_a_block_stops_applying_when_it_closes_for_originals_and_copies_alike():
+    """Scope rule: fit time decides, and a copy made in a block counts as inside it only while it is open."""
+    X, y = _data()
+    with BudgetAccountant() as block:
+        original = ToyDPRidge()
+        cloned = clone(ToyDPRidge())
+        pickled = pickle.loads(pickle.dumps(ToyDPRidge()))
+        handed = clone(ToyDPRidge())
+        _in_thread(lambda: handed.fit(X, y))  # while open, a copy charges its block from any thread
+    assert len(block.events) == 1
+    implicit = BudgetAccountant.default()
+    for est in (original, cloned, pickled):
+        est.fit(X, y)  # after the block closed: the default in force at fit time, for all three
+    assert len(block.events) == 1 and len(implicit.events) == 3
+    with BudgetAccountant() as later:
+        for est in (original, cloned, pickled):
+            est.fit(X, y)
+    assert len(later.events) == 3
 
 
 def test_fits_on_a_user_ledger_never_share_noise_and_reruns_reproduce():

@@ -8,14 +8,15 @@ spend.
 """
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 
-from skdp import BudgetAccountant, DPHeavyTailRegressor, PrivacyLeakWarning
-from skdp.accounting import GaussianRelease, Repeated
+from skdp import BudgetAccountant, DPHeavyTailRegressor, DPInterpolatingClassifier, PrivacyLeakWarning
+from skdp.accounting import GaussianRelease, Repeated, default_delta
 from skdp.linear_model._budget import plan_budget
 from skdp.solvers import Capabilities, Solver, SolverResult
 from skdp.solvers.descent import noise_std, noisy_clipped_gradient
@@ -230,6 +231,48 @@ def test_a_delta_not_below_one_over_n_warns():
     X, y = _regression_data(n=200)
     with pytest.warns(PrivacyLeakWarning, match="not below 1 / n_samples"):
         DPHeavyTailRegressor(delta=0.01, random_state=0).fit(X, y)
+
+
+def _both_estimators(**params):
+    """Both estimators, each with a ledger of its own."""
+    return [DPHeavyTailRegressor(accountant=BudgetAccountant(), **params),
+            DPInterpolatingClassifier(classes=[0, 1], accountant=BudgetAccountant(), **params)]
+
+
+def _target_for(est, y):
+    return (y > np.median(y)).astype(int) if isinstance(est, DPInterpolatingClassifier) else y
+
+
+def test_default_fits_on_100000_rows_do_not_warn_and_report_the_resolved_delta():
+    X, y = _regression_data(n=100_000)
+    for est in _both_estimators(random_state=0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PrivacyLeakWarning)
+            est.fit(X, _target_for(est, y))
+        assert est.privacy_spent_.delta == default_delta(100_000) == 1e-6
+        assert est.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+        assert est.accountant.spent.delta == 1e-6  # charged at the resolved delta
+
+
+def test_an_explicit_delta_of_1e_5_still_warns_at_200000_rows_before_anything_is_spent():
+    X, y = _regression_data(n=200_000)
+    for est in _both_estimators(delta=1e-5):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PrivacyLeakWarning)  # stop the fit at the warning
+            with pytest.raises(PrivacyLeakWarning, match="not below 1 / n_samples"):
+                est.fit(X, _target_for(est, y))
+        assert est.accountant.events == ()
+
+
+def test_default_fits_up_to_10000_rows_are_the_fits_of_delta_1e_5():
+    X, y = _regression_data(n=2000)
+    for auto, explicit in zip(_both_estimators(random_state=3),
+                              _both_estimators(delta=1e-5, random_state=3)):
+        auto.fit(X, _target_for(auto, y))
+        explicit.fit(X, _target_for(explicit, y))
+        np.testing.assert_array_equal(auto.coef_, explicit.coef_)
+        assert auto.privacy_spent_ == explicit.privacy_spent_ and auto.privacy_spent_.delta == 1e-5
+        assert auto.algorithm_ == explicit.algorithm_
 
 
 def test_float32_input_gives_float32_coefficients_and_predictions():
