@@ -106,20 +106,35 @@ def guaranteed_steps(strong_convexity, smoothness, radius, gradient_bound, tol):
     ball (distance at most ``2 radius``) and ``F(x_0) - F* <= G 2 radius``
     (convexity, ``G`` a bound on ``||grad f(x_0)||``), the smallest ``k`` with
     ``2 / mu (1 - 1 / sqrt(kappa))^k (2 G radius + 2 mu radius^2) <= (tol / 2)^2``.
+    Computed in logarithms (no product of the constants can overflow or
+    underflow), with the contraction ``1 - sqrt(mu / H)`` formed without
+    cancellation when ``H`` is within rounding of ``mu``. Returns ``inf`` when a
+    constant is not a finite positive number (a caller then cannot run it).
 
     Examples
     --------
     >>> from skdp.mechanisms import guaranteed_steps
     >>> guaranteed_steps(strong_convexity=1.0, smoothness=100.0, radius=1.0, gradient_bound=10.0, tol=1e-6)
     312
+    >>> guaranteed_steps(1.0, 1.0 + 2.0**-52, 1.0, 1.0, 1e-3)
+    1
     """
-    mu, H = float(strong_convexity), max(float(smoothness), float(strong_convexity))
-    start = 2.0 / mu * (2.0 * float(gradient_bound) * float(radius) + 2.0 * mu * float(radius) ** 2)
-    target = (0.5 * float(tol)) ** 2
-    if start <= target:
+    mu, H, r, G, tol = (float(v) for v in (strong_convexity, smoothness, radius, gradient_bound, tol))
+    finite_positive = all(0.0 < v < math.inf for v in (mu, r, tol))
+    if not (finite_positive and 0.0 <= G < math.inf and H < math.inf):
+        return math.inf
+    H = max(H, mu)
+    # log(2 / mu * 2 r (G + mu r)) and log((tol / 2)^2).
+    log_start = math.log(4.0) - math.log(mu) + math.log(r) + math.log(G + mu * r)
+    log_target = 2.0 * (math.log(tol) - math.log(2.0))
+    if log_start <= log_target:
         return 0
-    rate = -math.log1p(-1.0 / math.sqrt(H / mu)) if H > mu else math.inf
-    return max(1, int(math.ceil(math.log(start / target) / rate)))
+    # The contraction per step, 1 - sqrt(mu / H), as (H - mu) / (sqrt(H) (sqrt(H) + sqrt(mu))).
+    contraction = (H - mu) / (math.sqrt(H) * (math.sqrt(H) + math.sqrt(mu)))
+    if contraction <= 0.0:
+        return 1  # H == mu: one step of length 1 / mu lands on the minimiser of a quadratic-like f
+    rate = -math.log(contraction) if contraction < 0.5 else -math.log1p(-math.sqrt(mu / H))
+    return max(1, math.ceil((log_start - log_target) / rate))
 
 
 def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, center=None,
@@ -183,6 +198,9 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
     bounded = gradient_bound is not None
     if bounded and not (math.isfinite(float(gradient_bound)) and gradient_bound >= 0 and math.isfinite(H)):
         raise ValueError("gradient_bound and smoothness must be finite (and gradient_bound >= 0).")
+    if bounded and not math.isfinite(guaranteed_steps(mu, H, radius, gradient_bound, tol)):
+        raise ValueError("The constants give no finite number of guaranteed steps (is every one a finite "
+                         "positive number?).")
     H = max(H, mu)
     # With a true smoothness bound, 1 / H always passes the sufficient-decrease test.
     min_step = 1.0 / H if bounded else 0.0
@@ -208,10 +226,6 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
         target = tol * mu * step / 4.0
         rate = -math.log1p(-min(mu * step, 1.0 - 1e-16))
         return 1 + int(math.ceil(2.0 * math.log(max(2.0 * radius / target, 1.0)) / rate))
-
-    if max_iter is None:
-        halvings = math.log2(max(8.0 * radius * H / (tol * mu), 2.0))
-        max_iter = int(20 * math.sqrt(H / mu) * halvings) + 10
 
     def certified(x, f_x, g_x, step):
         x_plus, f_plus, g_plus, step = _gradient_step(fun_and_grad, project, x, f_x, g_x, step, min_step)
@@ -243,6 +257,9 @@ def certified_minimize(fun_and_grad, x0, *, strong_convexity, smoothness, tol, c
         return CertifiedSolution(x=x, tol=tol)
 
     # Phase 1: accelerated projected gradient with function-value restarts.
+    if max_iter is None:
+        halvings = math.log2(max(8.0 * radius * H / (tol * mu), 2.0))
+        max_iter = int(20 * math.sqrt(H / mu) * halvings) + 10
     x = project(x0)
     f_x, g_x = fun_and_grad(x)
     step = 1.0 / H

@@ -44,9 +44,12 @@ POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
 FRACTION = Interval(numbers.Real, 0, 1, closed="neither")  # in (0, 1)
 SCHEDULE = Options({"practical", "theory"})
 # Largest public clip threshold (standardised units, where gradients are about 1): beyond it the
-# noise calibration or the gradient sums could overflow after the budget is reserved.
+# noise calibration or the gradient sums could overflow after the budget is reserved; below the
+# smallest, the sensitivity is subnormal and the noise calibration (sensitivity / level) rounds, so
+# the released event could cost more than the plan.
 MAX_PUBLIC_CLIP = 1e100
-PUBLIC_CLIP = Interval(numbers.Real, 0, MAX_PUBLIC_CLIP, closed="right")
+MIN_PUBLIC_CLIP = 1e-100
+PUBLIC_CLIP = Interval(numbers.Real, MIN_PUBLIC_CLIP, MAX_PUBLIC_CLIP, closed="both")
 POSITIVE_TUPLE = Predicate(lambda v: isinstance(v, tuple) and len(v) > 0 and all(POSITIVE.is_satisfied_by(x) for x in v),
                            "a non-empty tuple of positive finite numbers")
 

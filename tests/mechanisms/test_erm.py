@@ -151,6 +151,15 @@ def test_guaranteed_steps_bound_the_work_and_reach_the_tolerance(seed):
     assert len(calls) <= steps + 2 * (steps // 5 + 1)  # one gradient per step, two per certificate check
 
 
+def test_guaranteed_steps_survive_a_smoothness_one_ulp_above_the_strong_convexity():
+    """sqrt(H / mu) rounded to 1 made the contraction log1p(-1): a 'math domain error' after the charge."""
+    assert guaranteed_steps(1.0, 1.0 + 2.0**-52, 1.0, 1.0, 1e-3) == 1
+    assert guaranteed_steps(0.6169941109169519, 0.616994110916952, 1.9e-8, 1.0, 9.6e-10) >= 1
+    # Products of the constants that underflow or overflow are taken in logarithms.
+    assert 0 < guaranteed_steps(1.0, 1e4, 40.0, 10.0, 1e-300) < 10**6
+    assert guaranteed_steps(1.0, float("inf"), 1.0, 1.0, 1e-3) == float("inf")
+
+
 def test_guaranteed_steps_refuse_a_bound_that_is_not_a_number():
     f = lambda x: (0.5 * x @ x, x)  # noqa: E731
     with pytest.raises(ValueError, match="gradient_bound"):

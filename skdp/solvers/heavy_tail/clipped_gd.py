@@ -56,7 +56,6 @@ from ...mechanisms import (
 )
 from .._contract import (
     FRACTION,
-    MAX_PUBLIC_CLIP,
     POSITIVE,
     POSITIVE_INT,
     PUBLIC_CLIP,
@@ -199,7 +198,7 @@ class ClippedGD(Solver):
         "adaptive_clip": ["boolean"],
         "shrinkage": ["boolean"],
         "curvature_release": ["boolean"],
-        "clip_multiplier": optional(Options({"auto"}), Interval(numbers.Real, 0, MAX_PUBLIC_CLIP, closed="right")),
+        "clip_multiplier": optional(Options({"auto"}), PUBLIC_CLIP),
         "step_decay_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
         "project": ["boolean"],
         "curvature_share": [FRACTION],

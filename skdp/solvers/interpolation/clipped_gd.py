@@ -62,7 +62,8 @@ from ._noise import release_curvature, release_vector
 __all__ = ["ClippedGD"]
 
 # Largest clip multiplier: beyond it the noise (2 C / n per step, C about sqrt(d) times this)
-# makes the steps pure noise, and its calibration could overflow.
+# makes the steps pure noise, and its calibration could overflow; its inverse is the smallest
+# (a subnormal clip would round the noise calibration).
 MAX_CLIP_MULTIPLIER = 1e6
 
 
@@ -100,7 +101,7 @@ class ClippedGD(Solver):
     _parameter_constraints = {
         "n_steps": [POSITIVE_INT],
         # The clip C = clip_multiplier * row scale is the sensitivity of every step.
-        "clip_multiplier": [Interval(numbers.Real, 0, MAX_CLIP_MULTIPLIER, closed="right")],
+        "clip_multiplier": [Interval(numbers.Real, 1.0 / MAX_CLIP_MULTIPLIER, MAX_CLIP_MULTIPLIER, closed="both")],
         "curvature_share": [FRACTION],
         "centre_share": [Interval(numbers.Real, 0, 1, closed="left")],
         "shrinkage": [Interval(numbers.Real, 0, math.inf, closed="left")],

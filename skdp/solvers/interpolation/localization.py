@@ -13,10 +13,11 @@ and ``L``-Lipschitz in ``W`` for *every* row, so the data need no bound), and
 **Sensitivity.** ``G`` is ``2 / (eta b)``-strongly convex; neighbouring blocks
 change it by ``(F_L(.; s) - F_L(.; s')) / b``, which is ``2 L / b``-Lipschitz, so
 their exact minimisers are within ``(2 L / b) / (2 / (eta b)) = L eta``. The
-solver (:func:`skdp.mechanisms.certified_minimize`, backtracking, so a wrong
-smoothness guess cannot break it) certifies its output within
-``tol = tau_frac L eta`` of the exact minimiser, fixed in advance, so the
-replace-one L2 sensitivity is ``L eta + 2 tol``. Gaussian noise of standard
+solver (:func:`skdp.mechanisms.certified_minimize`) returns a point within
+``tol = tau_frac L eta`` of the exact minimiser, fixed in advance, proved by
+its certificate or by its public step count (which needs the true smoothness
+bound that rows clipped to the public ``row_bound`` give), so the replace-one
+L2 sensitivity is ``L eta + 2 tol``. Gaussian noise of standard
 deviation ``sensitivity / mu`` makes the release ``mu``-GDP; l2-Laplace noise of
 scale ``sensitivity / epsilon`` makes it pure ``epsilon``-DP.
 
@@ -74,8 +75,8 @@ import numpy as np
 
 from ..._validation import Interval
 from ...accounting import Parallel
-from ...mechanisms import certified_minimize
-from .._contract import POSITIVE, POSITIVE_INT, SCHEDULE, Capabilities, Solver, SolverResult, register_solver
+from ...mechanisms import certified_minimize, guaranteed_steps
+from .._contract import POSITIVE_INT, SCHEDULE, Capabilities, Solver, SolverResult, register_solver
 from ..arithmetic import total_ratio
 from ..geometry import project_balls
 from ..schedules import permuted_blocks
@@ -93,6 +94,14 @@ MAX_ERM_CONDITION = 1e4
 # (16 eps * condition * (radius + |centre|)): at the floor itself the certificate passes or
 # fails on rounding, which then depends on the rows.
 TOL_FLOOR_FACTOR = 64.0
+# Tolerances and sensitivities below this are treated as degenerate (the centre is released): far
+# above the subnormal range, where the noise calibration sensitivity / level would round.
+_SMALLEST_TOLERANCE = 1e-250
+# Largest public step count of a block ERM (guaranteed_steps); with the condition number capped at
+# MAX_ERM_CONDITION it stays below a few thousand at any realistic size, so the cap binds only on
+# degenerate constants, which then release the centre.
+MAX_GUARANTEED_STEPS = 10**6
+_MULTIPLIER = Interval(numbers.Real, 1e-6, 1e6, closed="both")
 
 
 
@@ -112,8 +121,10 @@ class _Run:
         self.log = []
         self.capped = 0  # releases whose eta was lowered to bound the ERM's condition number
         self.skipped = 0  # releases that were the centre itself (public rule of erm_constants)
-        bound = problem.row_bound if problem.rows_clipped and math.isfinite(problem.row_bound) else problem.row_scale
-        self.smooth_row = problem.outputs.smoothness * bound**2
+        # The solvers' run() gives rows clipped to a finite public bound (see _Localized.run), so this
+        # is a true bound of every row's smoothness; the factor covers clip_rows' last-bit rounding.
+        bound = float(problem.row_bound) * (1.0 + 1e-12)
+        self.smooth_row = problem.outputs.smoothness * bound * bound
 
     # -- the paper's statistical and privacy terms (public) --------------------------------
     def noise_factor(self):
@@ -159,7 +170,7 @@ class _Run:
         curvature = self.smooth_row + self.problem.max_penalty  # the ridge is the same for every block
         if not math.isfinite(curvature):
             return 0.0  # no finite smoothness: erm_constants releases the centre
-        if curvature <= 0:
+        if curvature <= 0 or b < 1:
             return eta
         cap = 2.0 * (MAX_ERM_CONDITION - 1.0) / (b * curvature)
         if eta > cap:
@@ -179,8 +190,10 @@ class _Run:
         and its gradient at the centre is at most ``L`` (the extended losses) plus
         the ridge's ``max_penalty |c|`` (the proximal term vanishes there). None
         when a constant is not a finite positive number, when the objective could
-        overflow on the ball, or when ``radius <= tol``: the centre is then
-        already within ``tol`` of the minimiser.
+        overflow on the ball, when the tolerance or the sensitivity would leave
+        the normal floating-point range (a subnormal sensitivity rounds the noise
+        calibration), or when ``radius <= tol``: the centre is then already within
+        ``tol`` of the minimiser.
         """
         if b < 1 or not (0.0 < L < math.inf) or not (0.0 < eta < math.inf):
             return None
@@ -188,17 +201,21 @@ class _Run:
         radius = 2.0 * L * eta * b  # the minimiser is within L eta b / 2 of the centre
         smoothness = self.smooth_row + strong + self.problem.max_penalty
         c = float(np.linalg.norm(center))
-        values = (strong, radius, smoothness, c, smoothness * (radius + c) ** 2)
+        reach = radius + c
+        values = (strong, radius, smoothness, c, smoothness * reach * reach, L * eta)
         if not all(math.isfinite(v) for v in values) or strong <= 0 or radius <= 0:
             return None
         # The tolerance is fixed before solving, from public inputs and earlier releases only
         # (never from what the solver reaches): tau_frac L eta, raised to a margin above the
         # floor where floating point decides the certificate.
-        floor = 16.0 * np.finfo(float).eps * (smoothness / strong) * (radius + c)
+        floor = 16.0 * np.finfo(float).eps * (smoothness / strong) * reach
         tol = max(self.tau_frac * L * eta, TOL_FLOOR_FACTOR * floor)
-        if radius <= tol:
+        if radius <= tol or tol < _SMALLEST_TOLERANCE or L * eta < _SMALLEST_TOLERANCE:
             return None
-        return strong, smoothness, radius, tol, L + self.problem.max_penalty * c
+        gradient_bound = L + self.problem.max_penalty * c
+        if not guaranteed_steps(strong, smoothness, radius, gradient_bound, tol) <= MAX_GUARANTEED_STEPS:
+            return None
+        return strong, smoothness, radius, tol, gradient_bound
 
     def certified_erm(self, problem, rows, L, center, eta):
         """The certified minimiser of the block's objective and its replace-one L2 sensitivity.
@@ -309,8 +326,9 @@ class _Localized(Solver):
     """
 
     family = "interpolation"
-    # Rows are clipped to the released row bound: privacy does not need it (the extension
-    # bounds every row's gradient), but the certified ERM's iteration count grows with the
+    # Rows are clipped to the released row bound: the sensitivity's Lipschitz part does not need
+    # it (the extension bounds every row's gradient), but the certified ERM's guarantee does (its
+    # public step count rests on a true smoothness bound), and its iteration count grows with the
     # largest row's smoothness, which an unbounded outlier would make arbitrarily large.
     capabilities = Capabilities(pure_dp=True, matrix_penalty=True)
     lipschitz: float = 1.0
@@ -322,14 +340,16 @@ class _Localized(Solver):
     tau_frac: float = 0.1
     schedule: str = "practical"
 
+    # Multipliers within [1e-6, 1e6]: outside, the paper's formulas leave the floating-point range
+    # (a Lipschitz level of 1e-163 underflowed a tolerance to 0, a growth of 1e-160 overflowed).
     _parameter_constraints = {
-        "lipschitz": [POSITIVE],
-        "c_eta": [POSITIVE],
+        "lipschitz": [_MULTIPLIER],
+        "c_eta": [_MULTIPLIER],
         "n_epochs": [POSITIVE_INT],
         "n_phases": [POSITIVE_INT],
         "radius_decay": [Interval(numbers.Real, 0, 1, closed="right")],
-        "growth": [POSITIVE],
-        "tau_frac": [POSITIVE],
+        "growth": [_MULTIPLIER],
+        "tau_frac": [_MULTIPLIER],
         "schedule": [SCHEDULE],
     }
 
@@ -360,7 +380,9 @@ class _Localized(Solver):
         return run, L, R, x0
 
     def run(self, spec, problem, budget, rng):
-        if not problem.rows_clipped:
+        # The certified ERMs need a true smoothness bound, hence rows clipped to a finite public bound
+        # (the estimator always passes one; a direct caller without one is refused here).
+        if not problem.rows_clipped or not math.isfinite(problem.row_bound):
             problem = _rows_clipped_to_bound(problem)
         return self._solve(problem, budget, rng)
 
@@ -368,11 +390,11 @@ class _Localized(Solver):
 def _rows_clipped_to_bound(problem):
     """The problem with every row scaled down to norm at most its public ``row_bound``.
 
-    The estimator always passes clipped rows. A direct caller may not: privacy
-    would still hold (the extension bounds every row's gradient), but one
-    unbounded row would make the certified ERM's smoothness, hence its
-    iteration count and floating-point range, depend on that row (a run time
-    set by one person, or an overflow). Scaling rows to a public bound is a
+    The estimator always passes clipped rows. A direct caller may not: the
+    certified ERM's guarantee rests on a true smoothness bound (without one its
+    public step count proves nothing), and one unbounded row would make its
+    iteration count and floating-point range depend on that row (a run time set
+    by one person, or an overflow). Scaling rows to a public bound is a
     per-record map, so it changes nothing in the privacy argument.
     """
     if not math.isfinite(problem.row_bound) or problem.row_bound <= 0:
@@ -432,11 +454,12 @@ def _dll(run, rows, domain, x0, D1, L1, n_blocks, solver, H):
 
 def _theory_blocks(run, N, solver):
     """Theorem 2's block size ``m`` and ``T = floor(N / m)`` (at least 1)."""
-    lam, H = solver.growth, run.problem.outputs.smoothness * run.problem.row_scale**2
+    lam, H = solver.growth, run.problem.outputs.smoothness * run.problem.row_scale * run.problem.row_scale
     ln = math.log(max(N, 3))
     beta = 1.0 / (N + run.dim)
     nf = run.noise_factor()
-    m = ln**2 * math.log(1.0 / beta) * max(65536.0 * (H / lam) ** 2, 256.0 * (H / lam) * nf / math.sqrt(ln))
+    ratio = H / lam
+    m = ln * ln * math.log(1.0 / beta) * max(65536.0 * ratio * ratio, 256.0 * ratio * nf / math.sqrt(ln))
     if not m >= 1.0:  # a degenerate released row scale (H = 0 or not a number): blocks of one row
         return N, m
     return max(1, int(N // m)), m
@@ -453,7 +476,7 @@ class Interpolation(_Localized):
         run, L, R, x0 = self._setup(problem, budget, rng)
         n = problem.n_samples
         rows = permuted_blocks(n, [n], rng)[0]
-        H = problem.outputs.smoothness * problem.row_bound**2 if math.isfinite(problem.row_bound) else math.inf
+        H = problem.outputs.smoothness * problem.row_bound * problem.row_bound
         if self.schedule == "theory":
             T, m = _theory_blocks(run, n, self)
             extra = {"theory_block_rows": m, "fell_back_to_one_block": n < m}
@@ -477,7 +500,7 @@ class Adaptive(_Localized):
 
     name = "adaptive"
     interpolation_radius: float = 0.5
-    _parameter_constraints = {**_Localized._parameter_constraints, "interpolation_radius": [POSITIVE]}
+    _parameter_constraints = {**_Localized._parameter_constraints, "interpolation_radius": [_MULTIPLIER]}
 
     def _solve(self, problem, budget, rng):
         run, L, R, x0 = self._setup(problem, budget, rng)
@@ -494,7 +517,7 @@ class Adaptive(_Localized):
             T = self.n_epochs
         x1 = project_balls(x1, domain)
         inner = domain + [(x1, D_int / 2.0)]
-        H = problem.outputs.smoothness * problem.row_bound**2 if math.isfinite(problem.row_bound) else math.inf
+        H = problem.outputs.smoothness * problem.row_bound * problem.row_bound
         x, radii, levels = _dll(run, second, inner, x1, D_int, L, T, self, H)
         x = project_balls(x, inner)  # the guarantee needs the output inside X_int (post-processing)
         return run.result(x, self.name, {"interpolation_radius": D_int, "blocks": T, "radii": radii,
@@ -529,7 +552,7 @@ class KappaGrowth(_Localized):
         T = max(1, min(T, n))
         m = n // T
         rows = permuted_blocks(n, [m] * T, rng)
-        H = problem.outputs.smoothness * problem.row_bound**2 if math.isfinite(problem.row_bound) else math.inf
+        H = problem.outputs.smoothness * problem.row_bound * problem.row_bound
         domain = [(None, R)]
         x, D1 = x0, 2.0 * R
         D = D1
