@@ -9,8 +9,14 @@ A fit's budget ``(epsilon, delta)`` is converted once to zero-concentrated DP
 * the solver's Gaussian releases, whose Gaussian-DP parameter ``mu`` is then
   calibrated so that the whole planned event spends exactly ``epsilon`` at
   ``delta`` (:func:`skdp.accounting.calibrate_scale`); and
-* the fit check (:mod:`~skdp.linear_model._fit_check`), one Gaussian release
-  with :data:`~skdp.linear_model._fit_check.CHECK_SHARE` of the Gaussian budget.
+* the releases made after the solver on the released model (the *post-fit
+  releases*, named shares of the Gaussian budget given by the estimator): the
+  fit check of the regressors (:mod:`~skdp.linear_model._fit_check`, one
+  release with :data:`~skdp.linear_model._fit_check.CHECK_SHARE`), and the
+  class counts, the probability calibration and the fit check of the
+  classifiers (:mod:`~skdp.linear_model._calibration`). The estimator may also
+  ask for extra private quantiles at the plan's quantile epsilon (the
+  calibration's score scale).
 
 The quantile share follows a public rule: each quantile should get
 ``epsilon * n >= 80`` (its failure probability is about ``exp(-epsilon n / 4)``
@@ -25,9 +31,18 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from ..accounting import LowBudgetWarning, Sequential, calibrate_scale, dp_to_gdp, dp_to_zcdp
+from ..accounting import (
+    ApproxDPRelease,
+    ExponentialMechanismRelease,
+    GaussianRelease,
+    LowBudgetWarning,
+    Sequential,
+    calibrate_scale,
+    dp_to_gdp,
+    dp_to_zcdp,
+)
 from ..solvers import SolverBudget
-from ._fit_check import CHECK_SHARE, fit_check_event
+from ._fit_check import CHECK_SHARE
 from ._standardise import WHITENED_MODES, PrivateStandardiser
 
 __all__ = ["BudgetPlan", "plan_budget", "plan_pure_budget"]
@@ -52,9 +67,9 @@ _AUTO_TIERS = ("robust", "pooled")
 WHITENED_EPS_TIMES_N_TARGET = 120.0
 WHITENED_MIN_EPS_TIMES_N = 100.0
 WHITENED_SHARE_CAP = 0.4
-# The fit check gets CHECK_SHARE of the Gaussian budget (in the column-wise modes, that
-# share relative to the solver's).
-_CHECK_RATIO = math.sqrt(CHECK_SHARE / (1.0 - CHECK_SHARE))
+# What a regressor releases after its solver: the fit check, with CHECK_SHARE of the Gaussian budget
+# (in the column-wise modes, that share of the solver's and the check's together).
+REGRESSION_POST_FIT = {"check": CHECK_SHARE}
 # m_B = max(1, (nu / 50)^(1/4)) of the row bounds, nu = n mu / p the budget per coefficient.
 ROW_BOUND_NU0 = 50.0
 
@@ -75,11 +90,15 @@ class BudgetPlan:
         The planned event of the whole fit (standardisation, solver and the
         fit check).
     check_mu : float
-        Gaussian-DP budget of the fit check (:mod:`~skdp.linear_model._fit_check`).
+        Gaussian-DP budget of the fit check (:mod:`~skdp.linear_model._fit_check`;
+        0 without one, and for a pure-DP plan).
     starved : bool
         Whether the private quantiles get ``epsilon * n`` below
         :data:`STARVED_EPS_TIMES_N` each (public): the fit check then keeps the
         model only when it is confidently better than the constant.
+    post_budgets : dict
+        ``{name: ("gaussian", mu) or ("pure", epsilon)}``: the budget of every
+        post-fit release (see the module docstring).
     """
 
     standardiser: PrivateStandardiser
@@ -89,6 +108,11 @@ class BudgetPlan:
     event: object
     check_mu: float
     starved: bool = False
+    post_budgets: dict = None
+
+    def post_budget(self, name):
+        """The budget of a post-fit release: ``("gaussian", mu)`` or ``("pure", epsilon)``."""
+        return self.post_budgets[name]
 
 
 def quantile_epsilon(n_samples, n_quantiles, rho_total, scaling_share="auto",
@@ -157,7 +181,7 @@ def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quanti
 
 def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
                 scaling_share="auto", schedule="practical", adapt_solver=True, stacklevel=3, scale_target=True,
-                fit_check=True):
+                post_fit=REGRESSION_POST_FIT, extra_quantiles=0):
     """The :class:`BudgetPlan` of a fit, from public inputs only.
 
     The whitened modes (:mod:`~skdp.linear_model._standardise`) are used when
@@ -183,6 +207,14 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         (:meth:`~skdp.solvers.Solver.for_whitened_rows`), with fewer quantiles
         or with a public clip on a starved budget. False for a solver instance
         the user passed, which is run as given (the scaling still adapts).
+    post_fit : dict, default=REGRESSION_POST_FIT
+        ``{name: share}``: the post-fit releases and their shares of the
+        Gaussian budget (each one Gaussian release of unit sensitivity in the
+        planned event; a part that makes several releases splits its ``mu``).
+        Empty for none.
+    extra_quantiles : int, default=0
+        Private quantiles released after the solver, at the plan's quantile
+        epsilon (the calibration's score scale).
 
     Warns
     -----
@@ -196,18 +228,18 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     spec = make_spec("robust" if modes else "none")
     if modes is None and scaling_share == "auto" and (scaling == "auto" or scaling in WHITENED_MODES):
         whitened_solver = solver.for_whitened_rows() if adapt_solver else solver
-        chosen = choose_whitened(scaling, n, d, fit_intercept, whitened_solver.n_quantiles(spec), rho_total,
-                                 scale_target)
+        chosen = choose_whitened(scaling, n, d, fit_intercept,
+                                 whitened_solver.n_quantiles(spec) + extra_quantiles, rho_total, scale_target)
         if chosen is not None:
             return _plan_whitened(epsilon, delta, n, d, fit_intercept, whitened_solver, make_spec, *chosen,
-                                  scale_target=scale_target, fit_check=fit_check)
+                                  scale_target=scale_target, post_fit=post_fit, extra_quantiles=extra_quantiles)
     if scaling in WHITENED_MODES:
         raise ValueError(f"scaling={scaling!r} needs scaling_share='auto' and a solver schedule without a "
                          "public smoothness bound.")
 
     def tier(solver, cap=MAX_SCALING_SHARE, modes=modes):
-        return choose_scaling(scaling, n, d, fit_intercept, solver.n_quantiles(spec), rho_total,
-                              scaling_share, cap, modes, scale_target)
+        return choose_scaling(scaling, n, d, fit_intercept, solver.n_quantiles(spec) + extra_quantiles,
+                              rho_total, scaling_share, cap, modes, scale_target)
 
     mode, eps_q = tier(solver)
     if scaling_share == "auto" and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
@@ -227,14 +259,18 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         mode, eps_q = tier(solver, MINIMAL_SCALING_SHARE, ("minimal",))
     starved = mode != "none" and eps_q * n < STARVED_EPS_TIMES_N
     if starved:
-        _warn_starved(epsilon, n, eps_q, fit_check, stacklevel + 1)
+        _warn_starved(epsilon, n, eps_q, "check" in post_fit, stacklevel + 1)
     spec = make_spec(mode)
     standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target)
     pre_event = standardiser.planned_event(d)
-    check_ratio = _CHECK_RATIO if fit_check else 0.0
+    # Each post-fit release gets its share of the Gaussian budget of the solver and the
+    # post-fit releases together: mu_i = sqrt(share_i / (1 - sum of shares)) * mu_solver.
+    rest = 1.0 - sum(post_fit.values())
+    ratios = {name: math.sqrt(share / rest) for name, share in post_fit.items()}
 
-    def with_check(events, check_mu):
-        return _with_check(events, check_mu, fit_check)
+    def planned(mu):
+        return _with_post_fit([pre_event, solver.plan(spec, SolverBudget(mu, eps_q))],
+                              {name: ratio * mu for name, ratio in ratios.items()}, eps_q, extra_quantiles)
 
     if non_private:
         mu = math.inf
@@ -242,22 +278,24 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         # A relative margin of 1e-10 absorbs the rounding between the planned event
         # (unit sensitivities) and the released one (actual thresholds).
         guess = 1.0 / max(dp_to_gdp(epsilon, delta), 1e-12)
-
-        def planned(s):
-            return with_check([pre_event, solver.plan(spec, SolverBudget(1.0 / s, eps_q))], check_ratio / s)
-
-        scale = calibrate_scale(planned, epsilon * (1.0 - 1e-10), delta, initial=guess, rtol=1e-7)
+        scale = calibrate_scale(lambda s: planned(1.0 / s), epsilon * (1.0 - 1e-10), delta, initial=guess,
+                                rtol=1e-7)
         mu = 1.0 / scale
     budget = SolverBudget(mu, eps_q)
     solver.check_budget(spec, budget)
-    check_mu = check_ratio * mu
-    event = with_check([pre_event, solver.plan(spec, budget)], check_mu)
-    return BudgetPlan(standardiser, solver, spec, budget, event, check_mu, starved)
+    post = {name: ("gaussian", ratio * mu) for name, ratio in ratios.items()}
+    return BudgetPlan(standardiser, solver, spec, budget, planned(mu), _check_mu(post), starved, post)
 
 
-def _with_check(events, check_mu, fit_check):
-    """The fit's event: the given releases, then the fit check's (when the estimator has one)."""
-    return Sequential(list(events) + ([fit_check_event(check_mu)] if fit_check else []))
+def _check_mu(post):
+    return post["check"][1] if "check" in post and post["check"][0] == "gaussian" else 0.0
+
+
+def _with_post_fit(events, post_mus, eps_q, extra_quantiles):
+    """The fit's event: the given releases, the extra quantiles, then one Gaussian release per post-fit part."""
+    extra = [ExponentialMechanismRelease(eps_q)] * extra_quantiles
+    return Sequential(list(events) + extra + [GaussianRelease(1.0, 0.0 if math.isinf(mu) else 1.0 / mu)
+                                              for mu in post_mus.values()])
 
 
 def _warn_starved(epsilon, n, eps_q, fit_check, stacklevel):
@@ -275,17 +313,19 @@ PURE_MODES = ("robust", "pooled", "none")
 
 
 def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
-                     scaling_share="auto", scale_target=True, stacklevel=3):
+                     scaling_share="auto", scale_target=True, stacklevel=3, post_fit=None, extra_quantiles=0):
     """The :class:`BudgetPlan` of a pure epsilon-DP fit (``delta = 0``), from public inputs only.
 
     Only pure mechanisms are used: the exponential-mechanism quantiles of the
     column-wise modes (robust, pooled, none; the whitened modes release a
-    Gaussian second-moment matrix) and the solver's Laplace-type releases.
+    Gaussian second-moment matrix) and Laplace-type releases.
     They compose by basic composition: the quantiles get
     ``epsilon * n >= 80`` each within 25% of ``epsilon`` (robust, else
-    pooled; 40% when even pooled is short) and the solver gets the rest,
-    ``SolverBudget.pure_epsilon``. There is no fit check.
+    pooled; 40% when even pooled is short), every post-fit release
+    (``post_fit``, ``{name: share}``) its share of the rest, and the solver
+    what remains, ``SolverBudget.pure_epsilon``.
     """
+    post_fit = {} if post_fit is None else post_fit
     n, d = n_samples, n_features
     if not solver.capabilities.pure_dp:
         raise ValueError(f"algorithm={solver.name!r} has no pure-DP version (delta=0); use delta > 0.")
@@ -295,7 +335,8 @@ def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, m
     spec = make_spec("none")
 
     def eps_for(mode, cap):
-        count = PrivateStandardiser.n_quantiles(mode, d, fit_intercept, scale_target) + solver.n_quantiles(spec)
+        count = (PrivateStandardiser.n_quantiles(mode, d, fit_intercept, scale_target) + solver.n_quantiles(spec)
+                 + extra_quantiles)
         if count == 0 or math.isinf(epsilon):
             return count, math.inf
         if scaling_share == "auto":
@@ -321,18 +362,22 @@ def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, m
     standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target)
     pre_event = standardiser.planned_event(d)
     if math.isinf(epsilon):
-        solver_epsilon = math.inf
+        rest = math.inf
     else:
-        # The solver gets what the quantiles leave, less a relative margin for rounding.
-        solver_epsilon = (epsilon - (count * eps_q if math.isfinite(eps_q) else 0.0)) * (1.0 - 1e-10)
+        # What the quantiles leave, less a relative margin for rounding.
+        rest = (epsilon - (count * eps_q if math.isfinite(eps_q) else 0.0)) * (1.0 - 1e-10)
+    post = {name: ("pure", share * rest) for name, share in post_fit.items()}
+    solver_epsilon = rest * (1.0 - sum(post_fit.values()))
     budget = SolverBudget(0.0, eps_q, pure_epsilon=solver_epsilon)
     solver.check_budget(spec, budget)
-    event = Sequential([pre_event, solver.plan(spec, budget)])
-    return BudgetPlan(standardiser, solver, spec, budget, event, 0.0, starved)
+    extra = [ExponentialMechanismRelease(eps_q)] * extra_quantiles
+    event = Sequential([pre_event, solver.plan(spec, budget), *extra,
+                        *(ApproxDPRelease(level, 0.0) for _, level in post.values())])
+    return BudgetPlan(standardiser, solver, spec, budget, event, 0.0, starved, post)
 
 
 def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode, eps_q, *, scale_target=True,
-                   fit_check=True):
+                   post_fit=REGRESSION_POST_FIT, extra_quantiles=0):
     """The plan of a whitened mode: one Gaussian budget ``mu`` shared by standardisation and solver."""
     spec = make_spec(mode)
     full = not spec.l1 and (not spec.ridge or solver.capabilities.matrix_penalty)
@@ -344,16 +389,15 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
                                    full_whitening=full, magnitude_check=check, scale_target=scale_target)
 
     share = standardiser(1.0).gaussian_share()
-    check_share = CHECK_SHARE if fit_check else 0.0
-    solver_fraction = math.sqrt(1.0 - share - check_share)
-    check_fraction = math.sqrt(check_share)
+    solver_fraction = math.sqrt(1.0 - share - sum(post_fit.values()))
+    fractions = {name: math.sqrt(part) for name, part in post_fit.items()}
 
-    def with_check(events, check_mu):
-        return _with_check(events, check_mu, fit_check)
+    def with_post_fit(events, mu):
+        return _with_post_fit(events, {name: f * mu for name, f in fractions.items()}, eps_q, extra_quantiles)
 
     def planned(mu):
-        return with_check([standardiser(mu).planned_event(d),
-                           solver.plan(spec, SolverBudget(solver_fraction * mu, eps_q))], check_fraction * mu)
+        return with_post_fit([standardiser(mu).planned_event(d),
+                              solver.plan(spec, SolverBudget(solver_fraction * mu, eps_q))], mu)
 
     if math.isinf(epsilon):
         mu = math.inf
@@ -367,6 +411,6 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
     nu = n * budget.mu / spec.n_coef
     bound_multiplier = max(1.0, (nu / ROW_BOUND_NU0) ** 0.25) if math.isfinite(nu) else math.inf
     final = standardiser(mu, bound_multiplier)
-    check_mu = check_fraction * mu
-    event = with_check([final.planned_event(d), solver.plan(spec, budget)], check_mu)
-    return BudgetPlan(final, solver, spec, budget, event, check_mu)
+    event = with_post_fit([final.planned_event(d), solver.plan(spec, budget)], mu)
+    post = {name: ("gaussian", f * mu) for name, f in fractions.items()}
+    return BudgetPlan(final, solver, spec, budget, event, _check_mu(post), False, post)

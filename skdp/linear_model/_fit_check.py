@@ -42,6 +42,29 @@ check's noise (several target variances) cannot tell such a fit from a useful
 one.
 
 The released numbers are kept in the estimator's ``fit_check_`` attribute.
+
+**Classifiers** (:func:`private_classification_check`) compare the released,
+calibrated model's probabilities with the released class prior on the
+training rows by the probability each gives the true class (a smooth
+accuracy): ``improvement = mean_i w_i (p_i[y_i] - prior[y_i])``, each term
+within ``[-w_max, w_max]`` (``w`` the class weights, 1 without them), so one
+Gaussian (or Laplace, for pure DP) release of sensitivity ``2 w_max / n``.
+Unlike accuracy it counts a model that ranks well on an imbalanced table even
+when its calibrated probabilities never cross one half (for a calibrated
+model the expected improvement is the variance of its probabilities, never
+negative); unlike the Brier score its sensitivity is that of accuracy. A row's
+term is bounded, never the unbounded losses of a regression, so the rule is
+one for every budget: the model is kept when the released improvement exceeds
+:data:`CLASSIFICATION_KEEP_SIGMAS` noise standard deviations, and otherwise the
+prior is predicted. A useless model (no better than the prior) is then kept
+with probability ``Phi(-0.5) = 0.31``; a model better by two noise standard
+deviations with probability 0.93. When the noise standard deviation exceeds
+:data:`NOISY_CHECK` (0.1 of the probability scale: tables of a few hundred
+rows at epsilon = 1) the released value says little, and the models measured
+there (wine and iris at epsilon = 1, 10 splits each) were mostly no better
+than the prior, so the model must then clear :data:`NOISY_KEEP_SIGMAS`
+standard deviations. The check's share of the budget grows on small tables
+(:func:`classification_check_share`).
 """
 
 import math
@@ -50,9 +73,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..accounting import GaussianRelease
-from ..mechanisms import gaussian_mechanism
+from ..mechanisms import gaussian_mechanism, laplace_mechanism
 
-__all__ = ["CHECK_SHARE", "FitCheck", "fit_check_event", "private_fit_check"]
+__all__ = ["CHECK_SHARE", "FitCheck", "fit_check_event", "private_fit_check", "private_classification_check",
+           "classification_check_share", "CLASSIFICATION_KEEP_SIGMAS"]
 
 # Share of the fit's zCDP (Gaussian) budget spent on the check: it costs the solver
 # about 2% of its noise multiplier.
@@ -66,6 +90,12 @@ FALLBACK_SIGMAS = 1.0
 # On a starved budget the model is kept only when the released improvement is above this
 # many noise standard deviations.
 STARVED_KEEP_SIGMAS = 2.0
+# Classifiers keep the model when the released improvement over the prior exceeds this many noise
+# standard deviations; when the noise itself exceeds NOISY_CHECK (tables of about 300 rows at
+# epsilon = 1), NOISY_KEEP_SIGMAS.
+CLASSIFICATION_KEEP_SIGMAS = 0.5
+NOISY_CHECK = 0.1
+NOISY_KEEP_SIGMAS = 2.0
 
 def fit_check_event(mu):
     """The planned event of the check at Gaussian-DP budget ``mu`` (unit sensitivity)."""
@@ -92,10 +122,13 @@ class FitCheck:
     noise_std: float
     event: object
     starved: bool = False
+    classification: bool = False
 
     @property
     def doubtful(self):
         """Whether the model is more likely worse than the constant than not, or replaced by it."""
+        if self.classification:
+            return self.fallback
         return self.noise_std > 0 and (self.improvement < 0.0 or self.fallback)
 
     @property
@@ -107,6 +140,9 @@ class FitCheck:
         """
         if self.noise_std == 0:
             return False
+        if self.classification:
+            sigmas = NOISY_KEEP_SIGMAS if self.noise_std > NOISY_CHECK else CLASSIFICATION_KEEP_SIGMAS
+            return not self.improvement > sigmas * self.noise_std
         if self.starved:
             return not self.improvement > STARVED_KEEP_SIGMAS * self.noise_std
         return self.improvement < -FALLBACK_SIGMAS * self.noise_std
@@ -169,3 +205,74 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     noise_std = 0.0 if math.isinf(mu) else sensitivity / mu
     released, event = gaussian_mechanism(value, sensitivity, noise_std, random_state=random_state)
     return FitCheck(float(released), noise_std, event, bool(starved))
+
+
+def classification_check_share(n_samples, epsilon):
+    """Share of a classifier's Gaussian budget (or of its epsilon) for the fit check (public rule).
+
+    ``min(0.15, max(0.04, 40 / (epsilon n)))``: 0.04 from ``epsilon * n = 1000``,
+    growing on smaller tables, where the model is most often no better than the
+    prior and the check's noise (``2 / (n mu)``) is largest.
+
+    Examples
+    --------
+    >>> from skdp.linear_model._fit_check import classification_check_share
+    >>> classification_check_share(4000, 1.0), classification_check_share(112, 1.0)
+    (0.04, 0.15)
+    """
+    if math.isinf(epsilon):
+        return CHECK_SHARE
+    return min(0.15, max(CHECK_SHARE, 40.0 / (epsilon * n_samples)))
+
+
+def private_classification_check(proba, labels, prior, budget, random_state=None, *, weights=None,
+                                 max_weight=1.0):
+    """Release the mean probability of the true class under a classifier, less the prior's, on the training rows.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        The released model's class probabilities on the training rows (rows
+        that are not finite count as the uniform distribution: a per-row rule).
+    labels : ndarray of int of shape (n_samples,)
+    prior : ndarray of shape (n_classes,)
+        The released class prior.
+    budget : ("gaussian", mu) or ("pure", epsilon)
+    random_state : None, int or Generator
+    weights : ndarray of shape (n_samples,), optional
+        The rows' class weights, at most ``max_weight``.
+    max_weight : float, default=1.0
+
+    Returns
+    -------
+    FitCheck
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.linear_model._fit_check import private_classification_check
+    >>> labels = np.array([0, 1] * 500)
+    >>> perfect = np.eye(2)[labels]
+    >>> check = private_classification_check(perfect, labels, np.array([0.5, 0.5]), ("gaussian", 0.5),
+    ...                                      random_state=0)
+    >>> round(check.noise_std, 4), round(check.improvement, 1), check.fallback
+    (0.004, 0.5, False)
+    """
+    labels = np.asarray(labels)
+    n = labels.shape[0]
+    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    proba = np.asarray(proba, dtype=float)
+    k = proba.shape[1]
+    proba = np.where(np.isfinite(proba).all(axis=1)[:, None], proba, 1.0 / k)
+    rows = np.arange(n)
+    value = float(np.mean(weights * (proba[rows, labels] - np.asarray(prior, dtype=float)[labels])))
+    sensitivity = 2.0 * float(max_weight) / n
+    kind, level = budget
+    if kind == "gaussian":
+        noise_std = 0.0 if math.isinf(level) else sensitivity / level
+        released, event = gaussian_mechanism(value, sensitivity, noise_std, random_state=random_state)
+    else:
+        scale = 0.0 if math.isinf(level) else sensitivity / level
+        released, event = laplace_mechanism(value, sensitivity, scale, random_state=random_state)
+        noise_std = math.sqrt(2.0) * scale
+    return FitCheck(float(released), noise_std, event, classification=True)

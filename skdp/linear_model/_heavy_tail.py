@@ -1,9 +1,7 @@
 """DPHeavyTailRegressor: private linear regression that stays accurate with heavy tails and outliers."""
 
-import math
 import numbers
 
-import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._base import DPEstimatorMixin

@@ -28,6 +28,7 @@ target is validated.
 
 import math
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -35,11 +36,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import DPEstimatorMixin
 from ..accounting import LowBudgetWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, solver_names
-from ._budget import plan_budget, plan_pure_budget
+from ._budget import REGRESSION_POST_FIT, plan_budget, plan_pure_budget
 from ._fit_check import private_fit_check
 from ._standardise import COEF_RADIUS, WHITENED_MODES
 
-__all__ = ["PrivateLinearModel"]
+__all__ = ["PrivateLinearModel", "PostFit"]
+
+
+@dataclass
+class PostFit:
+    """What the post-fit releases gave: the model to keep, the fit check, their events, and extras."""
+
+    coef: object
+    intercept: object
+    check: object = None
+    events: list = field(default_factory=list)
+    extras: dict = field(default_factory=dict)
 
 
 class PrivateLinearModel(DPEstimatorMixin):
@@ -80,6 +92,10 @@ class PrivateLinearModel(DPEstimatorMixin):
 
     def _has_l1(self):
         return False
+
+    def _effective_alpha(self):
+        """The ridge strength of the mean loss in original units (0 for estimators without ``alpha``)."""
+        return float(getattr(self, "alpha", 0.0))
 
     def _has_ridge(self):
         return False
@@ -153,19 +169,16 @@ class PrivateLinearModel(DPEstimatorMixin):
         self._warn_if_predicted_poor(plan, n, d)
 
         def private_fit(rng):
+            released, pre_events = self._pre_fit(X, y, plan, rng)
             scaling, scaling_event = plan.standardiser.fit(X, y, rng)
-            problem = self._build_problem(scaling, X, y, plan.solver)
+            problem = self._build_problem(scaling, X, y, plan.solver, released)
             result = plan.solver.run(plan.spec, problem, plan.budget, rng)
             coef, intercept = self._unscale(scaling, result.coef)
-            events = [scaling_event, result.event]
-            check = None
-            if self._has_fit_check:
-                check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling),
-                                          scaling.target_scale, plan.check_mu, rng, starved=plan.starved)
-                events.append(check.event)
-            return Sequential(events), (result, scaling, coef, intercept, check)
+            post = self._post_fit(X, y, scaling, coef, intercept, plan, rng, released, result.coef)
+            return Sequential([*pre_events, scaling_event, result.event, *post.events]), (result, scaling, post)
 
-        result, scaling, coef, intercept, check = self._run_private(plan.event, private_fit, n_samples=n)
+        result, scaling, post = self._run_private(plan.event, private_fit, n_samples=n)
+        coef, intercept, check = post.coef, post.intercept, post.check
         if check is not None and check.doubtful:
             coef, intercept = self._after_failed_check(check, scaling, coef, intercept, n, d)
         # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
@@ -191,11 +204,39 @@ class PrivateLinearModel(DPEstimatorMixin):
                   "make_spec": lambda mode: self._problem_spec(solver, n, d, mode),
                   "scaling": getattr(self, "scaling", "auto"),
                   "scaling_share": getattr(self, "scaling_share", "auto"), "scale_target": self._scales_target}
+        post_fit, extra_quantiles = self._post_fit_plan(n)
         if delta == 0.0:
-            return plan_pure_budget(**common, stacklevel=5)
+            return plan_pure_budget(**common, stacklevel=5, post_fit=post_fit, extra_quantiles=extra_quantiles)
         return plan_budget(**common, delta=delta, schedule=getattr(self, "schedule", "practical"),
                            adapt_solver=not isinstance(self.algorithm, Solver), stacklevel=5,
-                           fit_check=self._has_fit_check)
+                           post_fit=post_fit, extra_quantiles=extra_quantiles)
+
+    def _post_fit_plan(self, n_samples):
+        """The post-fit releases and their budget shares, and the extra private quantiles (public inputs only).
+
+        Regressors: the fit check (:data:`~skdp.linear_model._budget.REGRESSION_POST_FIT`).
+        """
+        return (dict(REGRESSION_POST_FIT) if self._has_fit_check else {}), 0
+
+    def _pre_fit(self, X, y, plan, rng):
+        """The estimator's own releases before the solver: ``(released values, events)`` (default: none).
+
+        Their budgets are among the plan's post-fit shares (:meth:`_post_fit_plan`).
+        """
+        return {}, []
+
+    def _post_fit(self, X, y, scaling, coef, intercept, plan, rng, released, solver_coef):
+        """The releases made on the released model after the solver (inside the private part of the fit).
+
+        ``coef`` and ``intercept`` are in the original units, ``solver_coef`` in the
+        solver's (all released). Regressors: the fit check. Returns a
+        :class:`PostFit` with the model to keep, the check and the events released.
+        """
+        if not self._has_fit_check:
+            return PostFit(coef, intercept)
+        check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling), scaling.target_scale,
+                                  plan.check_mu, rng, starved=plan.starved)
+        return PostFit(coef, intercept, check, [check.event])
 
     def _unscale(self, scaling, coef):
         """Solver coefficients (a vector, or one row per output) in the original units."""
@@ -293,7 +334,7 @@ class PrivateLinearModel(DPEstimatorMixin):
         ``sqrt(d) + 3`` and the intercept column is 1; the ridge weights are
         public when ``alpha = 0`` or (mode "none") when no scale is applied.
         """
-        alpha = float(getattr(self, "alpha", 0.0))
+        alpha = self._effective_alpha()
         if mode == "robust" and alpha > 0:
             raise ValueError(
                 "A theory schedule that needs a public smoothness bound needs alpha=0 with private scaling "
@@ -305,7 +346,7 @@ class PrivateLinearModel(DPEstimatorMixin):
         ridge = alpha if mode == "none" else 0.0
         return float(loss.smoothness) * row_bound**2 + ridge
 
-    def _build_problem(self, scaling, X, y, solver):
+    def _build_problem(self, scaling, X, y, solver, released=None):
         """The solver's problem in standardised units.
 
         Rows are clipped to the released (or public) row bound unless the

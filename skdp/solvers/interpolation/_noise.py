@@ -40,7 +40,8 @@ def release_curvature(problem, budget, rng):
     replacing one row changes the mean of rank-one matrices by a difference of
     two PSD terms of norm at most ``row_bound^2 / n``, so by Weyl's inequality the
     top eigenvalue moves by at most that much (its sensitivity; one dimension,
-    so the l1 and l2 sensitivities agree).
+    so the l1 and l2 sensitivities agree). With row weights (class weights) the
+    rows' terms are weighted and the sensitivity is ``max_weight`` times that.
     """
     n = problem.n_samples
     norms = problem.row_norms()
@@ -52,8 +53,10 @@ def release_curvature(problem, budget, rng):
         raise ValueError("A private curvature release needs a finite row bound.")
     with np.errstate(divide="ignore", invalid="ignore"):
         weights = np.where(norms > bound, (bound / norms) ** 2, 1.0)
+    if getattr(problem, "weights", None) is not None:
+        weights = weights * problem.weights
     value = float(top_eigenvalue(problem.X, weights))
-    sensitivity = bound**2 / n
+    sensitivity = getattr(problem, "max_weight", 1.0) * bound**2 / n
     if kind == "gaussian":
         noisy, event = gaussian_mechanism(value, sensitivity, sensitivity / level, random_state=rng)
         return noisy, event, sensitivity / level

@@ -4,7 +4,10 @@ Every step releases the sum of the per-row gradients of the whole coefficient
 matrix, each clipped *jointly* to Frobenius norm ``C``, plus noise. Replacing a
 row changes that sum by at most ``2 C`` in Frobenius norm whatever the number of
 classes, so one release per step covers every class (one-vs-rest included): the
-budget is not split across classes.
+budget is not split across classes. With class weights (public, or computed from
+released class counts) each clipped gradient is multiplied by its row's class
+weight, and the sensitivity is ``2 C w_max`` with ``w_max`` the largest class
+weight; the curvature release weights its rows the same way.
 
 * (epsilon, delta): ``T`` Gaussian steps with noise ``sqrt(T) (2 C / n) / mu_steps``
   per step are exactly ``mu_steps``-GDP together.
@@ -167,7 +170,7 @@ class ClippedGD(Solver):
             releases.append(NON_PRIVATE_RELEASE)
         lam, event, lam_noise = release_curvature(problem, curv, rng)
         releases.append(event)
-        smooth = problem.outputs.smoothness
+        smooth = problem.outputs.step_curvature
         # A floor keeps a noisy estimate from giving an absurd step; whitened or
         # standardised rows have a top eigenvalue of about 1 or more.
         curvature = smooth * max(lam + 2.0 * lam_noise, 0.1 * problem.row_scale**2 / p, 1e-12)
@@ -177,14 +180,16 @@ class ClippedGD(Solver):
             releases.extend([NON_PRIVATE_RELEASE] * T)
             return SolverResult(coef, Sequential(releases), {"algorithm": self.name, "n_steps": T,
                                                              "clip_threshold": math.inf, "curvature": lam})
-        C = self.clip_multiplier * problem.row_scale
+        C = self.clip_multiplier * problem.outputs.gradient_scale * problem.row_scale
+        # Class weights multiply every row's clipped gradient, and the sensitivity by the largest one.
+        sensitivity = 2.0 * C * problem.max_weight
         if steps[0] == "gaussian":
             step_budget = ("gaussian", steps[1] / math.sqrt(T))
-            noise_per_coord = (2.0 * C / n) / step_budget[1]
+            noise_per_coord = (sensitivity / n) / step_budget[1]
         else:
             step_budget = ("pure", steps[1] / T)
-            noise_per_coord = math.sqrt(2.0) * (2.0 * C / n) / step_budget[1]
-        shrink = self.shrinkage * 8.0 * p * k * noise_per_coord**2 / curvature
+            noise_per_coord = math.sqrt(2.0) * (sensitivity / n) / step_budget[1]
+        shrink = self.shrinkage * problem.outputs.privacy_ridge * 8.0 * p * k * noise_per_coord**2 / curvature
         free = np.ones(p)
         if problem.intercept:
             free[-1] = 0.0
@@ -194,7 +199,7 @@ class ClippedGD(Solver):
         count = 0
         for t, eta in enumerate(decaying_steps(eta0, T, max(1.0, T / 4.0))):
             total = problem.clipped_gradient_sum(W, C)
-            noisy_sum, event = release_vector(total.ravel(), 2.0 * C, step_budget, rng)
+            noisy_sum, event = release_vector(total.ravel(), sensitivity, step_budget, rng)
             releases.append(event)
             grad = noisy_sum.reshape(k, p) / n + problem.penalty_value_and_gradient(W)[1] + shrink * free * W
             W = W - eta * grad

@@ -380,6 +380,9 @@ class _Localized(Solver):
         return run, L, R, x0
 
     def run(self, spec, problem, budget, rng):
+        if problem.weights is not None:
+            raise ValueError(f"algorithm={self.name!r} does not take row weights (class_weight): its "
+                             "sensitivity argument is for the unweighted mean. Nothing was released.")
         # The certified ERMs need a true smoothness bound, hence rows clipped to a finite public bound
         # (the estimator always passes one; a direct caller without one is refused here).
         if not problem.rows_clipped or not math.isfinite(problem.row_bound):
