@@ -165,17 +165,15 @@ class PrivateLinearModel(DPEstimatorMixin):
             check = None
             if self._has_fit_check:
                 check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling),
-                                          scaling.target_scale, plan.check_mu, rng, starved=plan.starved)
+                                          scaling.target_scale, plan.check_mu, rng, starved=plan.starved,
+                                          predictions=self._check_predictions(X, scaling, coef, intercept))
                 events.append(check.event)
             return Sequential(events), (result, scaling, coef, intercept, check)
 
         result, scaling, coef, intercept, check = self._run_private(plan.event, private_fit)
         if check is not None and check.doubtful:
             coef, intercept = self._after_failed_check(check, scaling, coef, intercept, n, d)
-        # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
-        self.coef_ = coef.astype(X.dtype, copy=False)
-        self.intercept_ = (np.asarray(intercept, dtype=X.dtype) if np.ndim(intercept)
-                           else X.dtype.type(intercept) if X.dtype == np.float32 else float(intercept))
+        self._store_model(coef, intercept, X.dtype)
         self.algorithm_ = plan.solver.name
         self.schedule_ = result.schedule
         self.n_iter_ = int(result.schedule.get("n_steps", 0))
@@ -183,6 +181,17 @@ class PrivateLinearModel(DPEstimatorMixin):
         if check is not None:
             self.fit_check_ = check.as_dict()
         return self
+
+    def _check_predictions(self, X, scaling, coef, intercept):
+        """Training predictions for the fit check when the model is not ``X @ coef + intercept`` (else None)."""
+        return None
+
+    def _store_model(self, coef, intercept, dtype):
+        """Set the fitted attributes from the (unscaled, possibly fallen-back) solution."""
+        # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
+        self.coef_ = coef.astype(dtype, copy=False)
+        self.intercept_ = (np.asarray(intercept, dtype=dtype) if np.ndim(intercept)
+                           else dtype.type(intercept) if dtype == np.float32 else float(intercept))
 
     def _plan(self, solver, n, d):
         """The budget plan (public inputs only): pure DP when ``delta = 0``, else the Gaussian plan."""

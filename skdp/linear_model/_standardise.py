@@ -198,6 +198,17 @@ class Scaling:
                 feature = LinearDesign(X, self.linear, self.offset, None)
                 design = design.with_factors(clip_factors(feature.row_norms(), self.row_bound))
             return design
+        Z = self.features(X, clip=clip)
+        if self.fit_intercept:
+            Z = np.hstack([Z, np.full((Z.shape[0], 1), self.intercept_value)])
+        return Z
+
+    def features(self, X, clip=False):
+        """The standardised (and, in the whitened modes, whitened) features as a dense array, no intercept column.
+
+        The inputs of a non-linear model (:mod:`skdp.zeroth_order`), which has
+        biases of its own. ``clip`` clips every row to ``row_bound``.
+        """
         X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
         if not self.whitened:
             Z = (X - self.feature_center) / self.feature_scale
@@ -207,8 +218,6 @@ class Scaling:
             Z = (Z - self.whitening_mean) @ self.whitening_matrix
         if clip:
             Z = clip_rows(Z, self.row_bound)
-        if self.fit_intercept:
-            Z = np.hstack([Z, np.full((Z.shape[0], 1), self.intercept_value)])
         return Z
 
     def feature_norms(self, X):
