@@ -22,7 +22,12 @@ rows clipped to a released bound) with Gaussian noise of standard deviation
   noise, and this keeps their coupling with the intercept about 1
   (``kappa = 1`` without noise).
 
-The map of a row is ``u = (z - m) M``.
+The map of a row is ``u = (z - m) M``. ``identified`` projects whitened
+coefficients onto the directions the released moments support (eigenvalues,
+or variances, above their floors): along the others the whitening amplifies
+noise or an exact collinearity, and a solver that drifts there (rounding, the
+smoothing of a zeroth-order method at the kinks of a loss) would move
+predictions on rows outside the training data by large amounts.
 """
 
 import math
@@ -47,6 +52,7 @@ class Whitening:
     kappa: float
     full: bool
     noise_norm: float
+    identified: np.ndarray = None
 
 
 def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
@@ -94,9 +100,15 @@ def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
     if full:
         R = C * inv_sd[:, None] * inv_sd[None, :]
         lam, V = np.linalg.eigh(0.5 * (R + R.T))
-        lam = np.maximum(lam, _EIG_FLOOR * noise_norm + _REL_FLOOR * max(float(lam[-1]), 1e-300))
+        eig_floor = _EIG_FLOOR * noise_norm + _REL_FLOOR * max(float(lam[-1]), 1e-300)
+        kept = lam > eig_floor
+        lam = np.maximum(lam, eig_floor)
         M = inv_sd[:, None] * ((V / np.sqrt(lam)) @ V.T)
+        # The whitened directions the released moments support (eigenvalue above its floor); the
+        # floored ones are amplified noise or exact collinearity (dummy coding plus an intercept).
+        identified = V[:, kept] @ V[:, kept].T
     else:
         M = np.diag(inv_sd)
+        identified = np.diag((diag > floor).astype(float))
     kappa = 1.0 / math.sqrt(1.0 + 0.5 * sig * sig * float(np.sum(M * M)))
-    return Whitening(m, M, kappa, full, noise_norm)
+    return Whitening(m, M, kappa, full, noise_norm, identified)

@@ -37,10 +37,12 @@ _LINEAR_RADIUS = 4.0 * COEF_RADIUS
 # nu = n mu / p the public budget per parameter (infinite without noise: no clip), and never
 # above the released row bound.
 _CLIP_NU0 = 1000.0
-# Directions per row and step: the full orthonormal frame for a linear model up to this many
-# parameters (its estimate is then the exact gradient of the smoothed loss), else _FEW.
-_FULL_FRAME_LINEAR = 512
-_FEW_DIRECTIONS = 32
+# Directions per row and step of the practical schedule: every coordinate axis for a linear
+# model (its estimate is then the exact gradient of the coordinate-wise smoothed loss, for the
+# cost of one pass over the rows), _NETWORK_DIRECTIONS axes for the network (a move of one
+# weight changes one hidden unit: cheap), _CALLABLE_DIRECTIONS Haar directions for a callable.
+_NETWORK_DIRECTIONS = 64
+_CALLABLE_DIRECTIONS = 32
 
 
 class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
@@ -327,6 +329,8 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         changes = {}
         if self.directions is not None:
             changes["directions"] = self.directions
+        elif self.schedule == "practical" and name == "naive":
+            changes["directions"] = "orth" if callable(self.model) else "coordinates"
         if self.n_directions is not None:
             changes["n_directions"] = int(self.n_directions)
         elif self.schedule == "practical":
@@ -350,9 +354,9 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     def _default_directions(self):
         """Directions per row and step of the practical schedule (public: the model and its size)."""
         n_params = self._n_params(self.n_features_in_)
-        if self._linear() and n_params <= _FULL_FRAME_LINEAR:
+        if self._linear():
             return n_params
-        return min(n_params, _FEW_DIRECTIONS)
+        return min(n_params, _NETWORK_DIRECTIONS if self.model == "mlp" else _CALLABLE_DIRECTIONS)
 
     def _plan(self, solver, n, d):
         plan = super()._plan(solver, n, d)
@@ -440,7 +444,9 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     def _unscale(self, scaling, coef):
         self._scaling = scaling
         if self._linear():
-            return super()._unscale(scaling, coef)
+            # Drift along directions the released moments do not identify (where the smoothing of
+            # the finite differences at a kink is not in the span of the rows) is removed.
+            return super()._unscale(scaling, scaling.identified_coef(coef))
         return np.asarray(coef, dtype=float), 0.0
 
     def _check_predictions(self, X, scaling, coef, intercept):
