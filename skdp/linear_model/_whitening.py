@@ -23,11 +23,12 @@ rows clipped to a released bound) with Gaussian noise of standard deviation
   (``kappa = 1`` without noise).
 
 The map of a row is ``u = (z - m) M``. ``identified`` projects whitened
-coefficients onto the directions the released moments support (eigenvalues,
-or variances, above their floors): along the others the whitening amplifies
-noise or an exact collinearity, and a solver that drifts there (rounding, the
-smoothing of a zeroth-order method at the kinks of a loss) would move
-predictions on rows outside the training data by large amounts.
+coefficients onto the directions the released moments support (eigenvalues, or
+variances, above ``1e-6`` of the largest): along a degenerate one (an exact
+collinearity, a constant column) the noise-free whitening amplifies by up to
+``1e4``, and a solver that drifts there (rounding, the smoothing of a
+zeroth-order method at the kinks of a loss) would move predictions on rows
+outside the training data (an unseen level) by large amounts.
 """
 
 import math
@@ -41,6 +42,8 @@ _DIAG_FLOOR = 2.0  # variances floored at this many noise standard deviations
 _REL_FLOOR = 1e-8
 _EIG_FLOOR = 1.0  # correlation eigenvalues floored at this many noise spectral norms
 _MAX_CORRELATION_NOISE = 0.5
+# Eigenvalues (or variances) below this fraction of the largest are degenerate: not identified.
+_DEGENERATE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -100,15 +103,17 @@ def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
     if full:
         R = C * inv_sd[:, None] * inv_sd[None, :]
         lam, V = np.linalg.eigh(0.5 * (R + R.T))
-        eig_floor = _EIG_FLOOR * noise_norm + _REL_FLOOR * max(float(lam[-1]), 1e-300)
-        kept = lam > eig_floor
-        lam = np.maximum(lam, eig_floor)
+        top = max(float(lam[-1]), 1e-300)
+        # Directions with a degenerate eigenvalue (an exact collinearity such as dummy coding
+        # plus an intercept, or a constant column): only there does the floor amplify without
+        # noise. With noise the floor at the noise level bounds the amplification instead, and
+        # small but real directions (a rare level's contrast) must stay.
+        kept = lam > _DEGENERATE * top
+        lam = np.maximum(lam, _EIG_FLOOR * noise_norm + _REL_FLOOR * top)
         M = inv_sd[:, None] * ((V / np.sqrt(lam)) @ V.T)
-        # The whitened directions the released moments support (eigenvalue above its floor); the
-        # floored ones are amplified noise or exact collinearity (dummy coding plus an intercept).
         identified = V[:, kept] @ V[:, kept].T
     else:
         M = np.diag(inv_sd)
-        identified = np.diag((diag > floor).astype(float))
+        identified = np.diag((diag > _DEGENERATE * max(float(np.max(diag, initial=0.0)), 1e-300)).astype(float))
     kappa = 1.0 / math.sqrt(1.0 + 0.5 * sig * sig * float(np.sum(M * M)))
     return Whitening(m, M, kappa, full, noise_norm, identified)
