@@ -462,10 +462,7 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         with np.errstate(all="ignore"):
             for start in range(0, Z.shape[0], chunk):
                 part = slice(start, start + chunk)
-                try:
-                    out[part] = np.asarray(model.predict(params, Z[part]), dtype=float).reshape(-1)
-                except Exception:  # noqa: BLE001 - a user's model: those rows predict nothing
-                    out[part] = np.nan
+                out[part] = _predict_rows(model, params, Z[part])
         return float(scaling.target_center) + float(scaling.target_scale) * out
 
     def _after_failed_check(self, check, scaling, coef, intercept, n, d):
@@ -513,3 +510,26 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         if self.fallback_constant_ is not None:
             return np.full(X.shape[0], self.fallback_constant_)
         return self._network_predictions(X, self.params_, self._scaling)
+
+
+def _predict_rows(model, params, Z):
+    """Predictions of a chunk; when the (user's) model fails on it, row by row, NaN for the rows that fail."""
+    try:
+        out = np.asarray(model.predict(params, Z), dtype=float).reshape(-1)
+        if out.shape == (Z.shape[0],):
+            return out
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - a user's model: fall back to one row at a time
+        pass
+    out = np.full(Z.shape[0], np.nan)
+    for i in range(Z.shape[0]):
+        try:
+            value = np.asarray(model.predict(params, Z[i:i + 1]), dtype=float).reshape(-1)
+            if value.shape == (1,):
+                out[i] = value[0]
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - this row predicts nothing (NaN)
+            pass
+    return out
