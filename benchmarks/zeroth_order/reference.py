@@ -1,13 +1,18 @@
-"""Non-private QuantileRegressor(alpha=0, solver="highs") on the median-regression task (resumable).
+"""Non-private QuantileRegressor(alpha=0) on the median-regression task (resumable).
 
-HiGHS takes minutes per fit at n = 100000 on this machine, and its result does
-not depend on skdp: it runs once per (n, seed), one fit at a time, BLAS on one
-thread. Rows go to ``results/reference_raw.csv`` (parameter error, test pinball
-loss, fit time).
+Its result does not depend on skdp: it runs once per (n, seed, solver), one fit
+at a time, BLAS on one thread. Rows go to ``results/reference_raw.csv``
+(parameter error, test pinball loss, fit time). ``solver="highs"`` (HiGHS's
+dual simplex) is the issue's comparator for time; it took 65-125 s per fit at
+n = 20000 here and about half an hour at n = 100000, so at n = 100000 the
+parameter error of the reference comes from ``"highs-ipm"`` (interior point),
+which returns the same LAD solution (identical parameter errors on every cell
+where both ran) ten times faster.
 
 Usage::
 
     nice -n 10 python benchmarks/zeroth_order/reference.py --seeds 10 --n 2000 20000 100000
+    nice -n 10 python benchmarks/zeroth_order/reference.py --seeds 10 --n 100000 --solver highs-ipm
 """
 
 import argparse
@@ -30,14 +35,15 @@ FIELDS = ["task", "n", "seed", "method", "param_error", "test_loss", "fit_time"]
 
 
 def run_cell(cell):
-    n, seed = cell
+    n, seed, solver = cell
     data = cauchy_lad(n, seed)
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
-        model = QuantileRegressor(alpha=0.0, solver="highs").fit(data["X"], data["y"])
+        model = QuantileRegressor(alpha=0.0, solver=solver).fit(data["X"], data["y"])
         elapsed = time.perf_counter() - start
-    return [dict(task="cauchy_lad", n=n, seed=seed, method="QuantileRegressor",
+    method = "QuantileRegressor" if solver == "highs" else f"QuantileRegressor({solver})"
+    return [dict(task="cauchy_lad", n=n, seed=seed, method=method,
                  param_error=parameter_error(data, model.coef_, model.intercept_),
                  test_loss=pinball(data["y_test"], model.predict(data["X_test"])), fit_time=elapsed)]
 
@@ -46,9 +52,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--n", type=int, nargs="+", default=[2000, 20000, 100000])
+    parser.add_argument("--solver", default="highs", choices=["highs", "highs-ipm", "highs-ds"])
     args = parser.parse_args()
-    done = finished(OUT, lambda r: (int(r["n"]), int(r["seed"])))
-    todo = [(n, s) for n in args.n for s in range(args.seeds) if (n, s) not in done]
+    method = "QuantileRegressor" if args.solver == "highs" else f"QuantileRegressor({args.solver})"
+    done = finished(OUT, lambda r: (int(r["n"]), int(r["seed"]), r["method"]))
+    todo = [(n, s, args.solver) for n in args.n for s in range(args.seeds) if (n, s, method) not in done]
     append_results(OUT, FIELDS, run_cell, todo, workers=1, describe=lambda r: f"n={r['n']} seed={r['seed']}")
 
 

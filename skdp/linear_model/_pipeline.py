@@ -51,6 +51,8 @@ class PrivateLinearModel(DPEstimatorMixin):
     """
 
     _solver_family = None
+    # How a fallback to the constant shows in the fitted attributes (for the warning).
+    _fallback_note = "coef_ = 0"
     # Whether y is a numeric target to standardise, and whether the regression fit check runs.
     _scales_target = True
     _has_fit_check = True
@@ -234,7 +236,7 @@ class PrivateLinearModel(DPEstimatorMixin):
                   "this table: use a larger epsilon, more rows or fewer features (for example fewer one-hot "
                   "levels).")
         if check.fallback:
-            warnings.warn(f"{found}, so the constant is returned (coef_ = 0). {advice}", LowBudgetWarning,
+            warnings.warn(f"{found}, so the constant is returned ({self._fallback_note}). {advice}", LowBudgetWarning,
                           stacklevel=4)
             return np.zeros(d), constant
         warnings.warn(f"{found}; within its noise, so the model is kept, but it is likely no better than the "

@@ -119,34 +119,40 @@ class MLPModel:
 
         Moving ``W1[a, b]`` or ``b1[b]`` changes hidden unit ``b`` only, and
         moving ``w2[b]`` or ``b2`` the output only, so every move costs one
-        column of work instead of a forward pass.
+        column of work instead of a forward pass. (Computed with the moves as
+        rows, ``(k, n)``, so that every gather reads contiguous memory.)
         """
         W1, b1, w2, b2 = self._split(np.asarray(theta, dtype=float))
         p, h = self.n_inputs, self.hidden_units
         c = np.asarray(coordinates)
-        pre = X @ W1 + b1
+        pre = (X @ W1 + b1).T  # (h, n)
         hidden = self._act(pre)
-        base = hidden @ w2 + b2
-        n = X.shape[0]
-        plus = np.empty((n, c.shape[0]))
-        minus = np.empty((n, c.shape[0]))
-        first = c < p * h + h  # a weight or bias of the hidden layer
-        idx = np.flatnonzero(first)
+        base = hidden.T @ w2 + b2  # (n,)
+        XT = X.T  # (p, n)
+        plus = np.empty((c.shape[0], X.shape[0]))
+        minus = np.empty_like(plus)
+        hidden_part = c < p * h + h  # a weight or bias of the hidden layer
+        idx = np.flatnonzero(hidden_part)
         if idx.size:
-            unit = np.where(c[idx] < p * h, c[idx] % h, c[idx] - p * h)
+            weights = c[idx] < p * h
+            unit = np.where(weights, c[idx] % h, c[idx] - p * h)
             # W1[a, b] moves unit b by step * x_a; b1[b] by step.
-            move = np.where(c[idx] < p * h, 0, 1)
-            shift = step * np.where(move == 0, X[:, np.minimum(c[idx] // h, p - 1)], 1.0)
-            column, out = pre[:, unit], hidden[:, unit]
-            plus[:, idx] = base[:, None] + w2[unit] * (self._act(column + shift) - out)
-            minus[:, idx] = base[:, None] + w2[unit] * (self._act(column - shift) - out)
-        idx = np.flatnonzero(~first)
+            shift = np.ones((idx.size, X.shape[0]))
+            shift[weights] = XT[c[idx][weights] // h]
+            shift *= step
+            column, out = pre[unit], hidden[unit]
+            scale = w2[unit][:, None]
+            plus[idx] = base + scale * (self._act(column + shift) - out)
+            minus[idx] = base + scale * (self._act(column - shift) - out)
+        idx = np.flatnonzero(~hidden_part)
         if idx.size:
             unit = c[idx] - (p * h + h)  # w2[b] for b < h; h is b2
-            moved = step * np.where(unit < h, hidden[:, np.minimum(unit, h - 1)], 1.0)
-            plus[:, idx] = base[:, None] + moved
-            minus[:, idx] = base[:, None] - moved
-        return plus, minus
+            moved = np.ones((idx.size, X.shape[0]))
+            moved[unit < h] = hidden[unit[unit < h]]
+            moved *= step
+            plus[idx] = base + moved
+            minus[idx] = base - moved
+        return plus.T, minus.T
 
     def predict_rowwise(self, theta, V, X):
         W1, b1, w2, b2 = self._split(np.asarray(theta, dtype=float))

@@ -27,7 +27,7 @@ _CONSTANTS = {"huber": 1.345, "tukey": 4.685, "cauchy": 2.385}
 _LOSS_CLASSES = {"huber": HuberLoss, "tukey": TukeyLoss, "cauchy": CauchyLoss}
 # Full-batch steps of the practical schedule: a linear model converges in a few dozen (each
 # step costs sqrt(steps) more noise); a network needs more.
-_LINEAR_STEPS = 50
+_LINEAR_STEPS = 30
 _NETWORK_STEPS = 300
 # Iterates of a linear model are projected onto a ball this many times the standardised
 # coefficient radius (a guard against noise excursions; it never binds on a sane fit).
@@ -127,21 +127,27 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         "theory" runs the paper's constants (random directions, the paper's
         block sizes and step radius; for fidelity). Changing the schedule
         changes accuracy, never the noise calibration.
-    directions : {"orth", "iid"} or None, default=None
-        Random directions: "orth", one orthonormal frame per step shared by
-        all rows, each row's differences clipped jointly; "iid", the paper's
-        independent directions per row, each difference clipped on its own.
-        None: "orth" (practical), "iid" (theory).
+    directions : {"orth", "coordinates", "iid"} or None, default=None
+        Random directions: "orth", a Haar-random orthonormal frame per step
+        shared by all rows; "coordinates", random coordinate axes per step
+        (also an orthonormal frame; a network evaluates all its moves in one
+        forward pass); with both, each row's differences are clipped jointly.
+        "iid": the paper's independent directions per row, each difference
+        clipped on its own. None: "coordinates" for the linear model and the
+        network, "orth" for a callable model (practical schedule); "iid"
+        with ``schedule="theory"``.
     n_directions : int or None, default=None
-        Directions per row and step. None: every parameter (the full frame)
-        up to 64 parameters, else 32 (theory: the paper's choices).
+        Directions per row and step. None (practical schedule): every
+        coordinate for the linear model, 64 for the network, 32 for a callable
+        model (capped at the number of parameters); the paper's choices with
+        ``schedule="theory"``.
     smoothing_radius : float > 0 or None, default=None
         The radius ``delta`` of the finite differences (standardised units).
         None: 1e-3 for "naive", 0.05 for "variance_reduced" and the theory
         schedules.
     max_iter : int or "auto", default="auto"
         Steps of the practical "naive" schedule (each uses every row). "auto":
-        50 for the linear model, 300 otherwise.
+        30 for the linear model, 300 otherwise.
     scaling : {"auto", "columns", "coarse", "scale", "robust", "pooled", "target", "minimal", "none"}, default="auto"
         The private standardisation (see :class:`~skdp.DPHeavyTailRegressor`).
     accountant : BudgetAccountant or None, default=None
@@ -167,6 +173,10 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         Loss evaluations (one per row and perturbed parameter vector).
     lipschitz_ : float
         The Lipschitz bound the finite differences were clipped to.
+    fallback_constant_ : float or None
+        Network and callable models: the constant ``predict`` returns when the
+        private fit check replaced the model by it (None otherwise; a linear
+        model then has ``coef_ = 0``).
     schedule_ : dict
         The public schedule (steps, directions, smoothing radius, noise).
     scaling_ : dict
@@ -271,6 +281,9 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
                 "noise, whose guarantee needs delta > 0. Got delta=0.")
         if callable(self.model) and self.n_params is None:
             raise InvalidParameterError("A callable model needs n_params= (the length of its parameter vector).")
+        if self.lipschitz is not None and not math.isfinite(float(self.lipschitz)):
+            raise InvalidParameterError("lipschitz must be a finite positive number (it is the clip of every "
+                                        "finite difference) or None.")
         if self.init is not None and self._linear():
             raise InvalidParameterError("init= is for the 'mlp' and callable models; the linear model starts at 0.")
 
@@ -386,10 +399,12 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
             return AbsoluteLoss()
         if self.loss == "pinball":
             return QuantileLoss(float(self.quantile))
-        if self.loss_constant == "auto":
-            constant = _CONSTANTS[self.loss] * auto_scale
-        else:
-            constant = float(self.loss_constant) / scale
+        constant = _CONSTANTS[self.loss] * auto_scale
+        if self.loss_constant != "auto":
+            given = float(self.loss_constant) / scale
+            # A degenerate released scale (0 or inf) must not make the loss refuse after the
+            # reservation: the standard constant in target-scale units is used instead (public rule).
+            constant = given if math.isfinite(given) and given > 0 else constant
         return _LOSS_CLASSES[self.loss](constant)
 
     def _problem_spec(self, solver, n, d, mode):
@@ -464,6 +479,10 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
                 part = slice(start, start + chunk)
                 out[part] = _predict_rows(model, params, Z[part])
         return float(scaling.target_center) + float(scaling.target_scale) * out
+
+    @property
+    def _fallback_note(self):
+        return "coef_ = 0" if self._linear() else "fallback_constant_ is set and predict returns it"
 
     def _after_failed_check(self, check, scaling, coef, intercept, n, d):
         new_coef, new_intercept = super()._after_failed_check(check, scaling, coef, intercept, n, d)

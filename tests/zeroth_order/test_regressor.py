@@ -204,6 +204,7 @@ def test_scalar_adapters():
     (dict(delta=0.0), "delta"),
     (dict(loss="squared"), "loss"),
     (dict(directions="sphere"), "directions"),
+    (dict(lipschitz=float("inf")), "lipschitz"),
 ])
 def test_bad_parameters_refuse_before_any_spend(params, match):
     X, y, _ = _data(n=200)
@@ -216,8 +217,8 @@ def test_bad_parameters_refuse_before_any_spend(params, match):
 def test_public_schedule_and_attributes():
     X, y, _ = _data(n=2000)
     model = _fit(X=X, y=y, epsilon=1.0)
-    assert model.algorithm_ == "naive" and model.n_iter_ == 50
-    assert model.n_function_evals_ == 50 * 2 * 4 * 2000  # steps x 2 x (3 features + intercept) x rows
+    assert model.algorithm_ == "naive" and model.n_iter_ == 30
+    assert model.n_function_evals_ == 30 * 2 * 4 * 2000  # steps x 2 x (3 features + intercept) x rows
     assert model.schedule_["directions"] == "coordinates" and model.schedule_["n_directions"] == 4
     assert model.lipschitz_ > 0 and model.privacy_event_ is not None
     theory = _fit(X=X, y=y, epsilon=1.0, schedule="theory")

@@ -21,15 +21,17 @@ leaves open:
   with noise ``sqrt(S) s / mu`` for a step of sensitivity ``s``; at the same
   number of steps this is ``sqrt(n / B)`` times less noise than one pass of
   batches of ``B`` rows;
-* ``m`` directions per step forming one Haar-random orthonormal frame shared by
-  all rows (``m = d`` up to :data:`~skdp.solvers.zeroth_order._base.MAX_FULL_FRAME`
-  parameters), each row's vector of ``m`` differences clipped jointly at
+* ``m`` directions per step forming one orthonormal frame shared by all rows
+  (a Haar-random frame, ``directions="orth"``, or ``m`` random coordinate axes,
+  ``"coordinates"``; ``m = d`` up to
+  :data:`~skdp.solvers.zeroth_order._base.MAX_FULL_FRAME` parameters unless
+  set), each row's vector of ``m`` differences clipped jointly at
   ``2 delta L sqrt(m / d)``: the per-row estimate ``d / (2 delta m) U^T a`` then
   has norm at most ``L sqrt(d / m)`` (Pythagoras), and a step's mean has
   sensitivity ``2 L sqrt(d / m) / n`` — for the full frame exactly that of
   first-order clipped gradient descent, ``2 L / n``. The noise is added in
   ``R^d`` and, when ``m < d``, projected on the frame's span (post-processing:
-  the signal lies there);
+  the frame is data-independent and the signal lies in its span);
 * the released gradients drive gradient descent with steps
   ``eta0 min(1, tau / (t + 1))`` (``tau = S / 4``) or Adam, and the output is the
   average of the last half of the iterates (post-processing);
@@ -68,7 +70,13 @@ _STEP = {"gd": 0.5, "adam": 0.02}
 
 
 def rescaled(loss, scale):
-    """The loss with its tuning constant multiplied by ``scale`` (Huber ``delta``, Tukey and Cauchy ``c``)."""
+    """The loss with its tuning constant multiplied by ``scale`` (Huber ``delta``, Tukey and Cauchy ``c``).
+
+    A scale that is not a positive finite number (impossible for a released one, which lies in a
+    public range) leaves the loss unchanged rather than raising after the budget is reserved.
+    """
+    if not (math.isfinite(scale) and scale > 0):
+        return loss
     if isinstance(loss, HuberLoss):
         return HuberLoss(loss.delta * scale)
     if hasattr(loss, "c"):

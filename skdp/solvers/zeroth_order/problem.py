@@ -174,7 +174,8 @@ class ZOProblem:
             values = self._values(pred, y, (X.shape[0], 2 * m))
             return values[:, :m] - values[:, m:]
 
-        return self._chunked(compute, V, per_row, 2 * m, rows, width=m)
+        # Moves along coordinates build (n_rows, 2 m) arrays only, whatever the model's width.
+        return self._chunked(compute, V, per_row, 2 * m, rows, width=m, work=1 if by_axis is not None else None)
 
     def _values(self, pred, y, shape):
         pred = np.asarray(pred, dtype=float)
@@ -185,14 +186,15 @@ class ZOProblem:
             raise ValueError("wrong loss shape")
         return values
 
-    def _chunked(self, compute, offsets, per_row, k, rows, width=None):
+    def _chunked(self, compute, offsets, per_row, k, rows, width=None, work=None):
         """``compute(X, y, V)`` over public chunks of rows, a failing chunk again row by row (NaN rows)."""
         X = self.X if rows is None else self.X[rows]
         y = self.y if rows is None else self.y[rows]
         n = X.shape[0]
         width = k if width is None else width
         # Models that build temporaries of k x w per row (a hidden layer of w units) declare w.
-        work = max(1, int(getattr(self.model, "work_per_prediction", 1)))
+        if work is None:
+            work = max(1, int(getattr(self.model, "work_per_prediction", 1)))
         chunk = max(1, CHUNK_ELEMENTS // (max(k, 1) * work))
         self.n_evaluations[0] += n * k
         with np.errstate(all="ignore"):
