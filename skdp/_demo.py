@@ -177,7 +177,8 @@ def zeroth_order_section(out):
         for name, model in [("LinearRegression (not private)", LinearRegression()),
                             ("QuantileRegressor (not private)", QuantileRegressor(alpha=0.0, solver="highs")),
                             ("DPZerothOrderRegressor(epsilon=1)",
-                             DPZerothOrderRegressor(epsilon=1.0, accountant=BudgetAccountant(), random_state=0))]:
+                             DPZerothOrderRegressor(epsilon=1.0, accountant=BudgetAccountant(),
+                                                    random_state=0))]:
             t0 = time.perf_counter()
             model.fit(X, y)
             rows.append((name, np.linalg.norm(model.coef_ - w), time.perf_counter() - t0))
@@ -189,7 +190,8 @@ def zeroth_order_section(out):
         y_bad = y.copy()
         y_bad[: n // 5] += 10.0 + 10.0 * np.abs(rng.standard_cauchy(n // 5))  # 20% of labels pushed up
         for loss in ("absolute", "tukey"):
-            model = DPZerothOrderRegressor(epsilon=1.0, loss=loss, accountant=BudgetAccountant(), random_state=0)
+            model = DPZerothOrderRegressor(epsilon=1.0, loss=loss, accountant=BudgetAccountant(),
+                                           random_state=0)
             model.fit(X, y_bad)
             out.write(f"  20% of labels shifted up, loss={loss!r:<10s} intercept = {model.intercept_:6.3f} "
                       "(true 0)\n")

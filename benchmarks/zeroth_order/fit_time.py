@@ -22,7 +22,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 from threadpoolctl import threadpool_limits
 
 HERE = Path(__file__).parent

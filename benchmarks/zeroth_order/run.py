@@ -31,7 +31,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 from sklearn.linear_model import HuberRegressor, LinearRegression
 from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import make_pipeline

@@ -185,7 +185,7 @@ class PrivateLinearModel(DPEstimatorMixin):
         return self
 
     def _check_predictions(self, X, scaling, coef, intercept):
-        """Training predictions for the fit check when the model is not ``X @ coef + intercept`` (else None)."""
+        """Training predictions for the fit check when the model is not ``X @ coef + intercept``, else None."""
         return None
 
     def _store_model(self, coef, intercept, dtype):
@@ -236,8 +236,8 @@ class PrivateLinearModel(DPEstimatorMixin):
                   "this table: use a larger epsilon, more rows or fewer features (for example fewer one-hot "
                   "levels).")
         if check.fallback:
-            warnings.warn(f"{found}, so the constant is returned ({self._fallback_note}). {advice}", LowBudgetWarning,
-                          stacklevel=4)
+            warnings.warn(f"{found}, so the constant is returned ({self._fallback_note}). {advice}",
+                          LowBudgetWarning, stacklevel=4)
             return np.zeros(d), constant
         warnings.warn(f"{found}; within its noise, so the model is kept, but it is likely no better than the "
                       f"constant. {advice}", LowBudgetWarning, stacklevel=4)

@@ -208,7 +208,7 @@ class Scaling:
         return Z
 
     def features(self, X, clip=False):
-        """The standardised (and, in the whitened modes, whitened) features as a dense array, no intercept column.
+        """The standardised (in the whitened modes, whitened) features as a dense array, no intercept column.
 
         The inputs of a non-linear model (:mod:`skdp.zeroth_order`), which has
         biases of its own. ``clip`` clips every row to ``row_bound``.

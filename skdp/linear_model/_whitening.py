@@ -114,6 +114,7 @@ def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
         identified = V[:, kept] @ V[:, kept].T
     else:
         M = np.diag(inv_sd)
-        identified = np.diag((diag > _DEGENERATE * max(float(np.max(diag, initial=0.0)), 1e-300)).astype(float))
+        largest = max(float(np.max(diag, initial=0.0)), 1e-300)
+        identified = np.diag((diag > _DEGENERATE * largest).astype(float))
     kappa = 1.0 / math.sqrt(1.0 + 0.5 * sig * sig * float(np.sum(M * M)))
     return Whitening(m, M, kappa, full, noise_norm, identified)

@@ -1,4 +1,4 @@
-"""Adapters that let a user's Python function serve as a per-row loss (with derivatives, or by values only)."""
+"""Adapters that let a user's Python function serve as a per-row loss (with derivatives, or values only)."""
 
 import numpy as np
 

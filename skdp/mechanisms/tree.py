@@ -134,7 +134,8 @@ class TreeAggregator:
         noise_t = self._noise[parent] + xi
         if self.leaf_sensitivity is not None:
             # The node ending at t: its exact value is the sum of its leaves, its noise xi.
-            notify("gaussian", self._sum - self._sums[parent], GaussianRelease(self.leaf_sensitivity, self.noise_std))
+            node = GaussianRelease(self.leaf_sensitivity, self.noise_std)
+            notify("gaussian", self._sum - self._sums[parent], node)
         chain = _prefix_chain(t)
         self._noise = {m: v for m, v in self._noise.items() if m in chain}
         self._sums = {m: v for m, v in self._sums.items() if m in chain}

@@ -280,12 +280,14 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
                 "The 'delta' parameter of DPZerothOrderRegressor must be in (0, 1): its solvers add Gaussian "
                 "noise, whose guarantee needs delta > 0. Got delta=0.")
         if callable(self.model) and self.n_params is None:
-            raise InvalidParameterError("A callable model needs n_params= (the length of its parameter vector).")
+            raise InvalidParameterError("A callable model needs n_params= (the length of its parameter "
+                                        "vector).")
         if self.lipschitz is not None and not math.isfinite(float(self.lipschitz)):
             raise InvalidParameterError("lipschitz must be a finite positive number (it is the clip of every "
                                         "finite difference) or None.")
         if self.init is not None and self._linear():
-            raise InvalidParameterError("init= is for the 'mlp' and callable models; the linear model starts at 0.")
+            raise InvalidParameterError("init= is for the 'mlp' and callable models; the linear model starts "
+                                        "at 0.")
 
     def _validate_fit_data(self, X, y):
         X, y = super()._validate_fit_data(X, y)
@@ -384,7 +386,7 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         return self._loss_in_units(float(scaling.target_center), float(scaling.target_scale))
 
     def _loss_in_units(self, center, scale, auto_scale=1.0):
-        """The loss of standardised predictions and labels (``y = center + scale t``), divided by ``scale``."""
+        """The loss of standardised predictions and labels (``y = center + scale t``), over ``scale``."""
         if callable(self.loss):
             fn = self.loss
 

@@ -70,7 +70,8 @@ class ZerothOrderSolver(Solver):
         if self.n_directions is not None and int(self.n_directions) < 1:
             raise ValueError(f"n_directions must be at least 1; got {self.n_directions!r}.")
         if not (0 < float(self.smoothing_radius()) < math.inf):
-            raise ValueError(f"The smoothing radius must be a positive number; got {self.smoothing_radius()!r}.")
+            raise ValueError(f"The smoothing radius must be a positive number; "
+                             f"got {self.smoothing_radius()!r}.")
 
     def smoothing_radius(self):
         raise NotImplementedError

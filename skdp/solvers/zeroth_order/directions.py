@@ -177,7 +177,7 @@ class DirectionDraw:
 
 
 def draw_directions(mode, rng, n_rows, m, d):
-    """Draw the directions of one step: a shared frame (``"orth"``, ``"coordinates"``) or per-row ones (``"iid"``).
+    """The directions of one step: a shared frame (``"orth"``, ``"coordinates"``) or per-row ones (``"iid"``).
 
     Examples
     --------

@@ -193,7 +193,7 @@ class Naive(ZerothOrderSolver):
         return math.inf if spec.radius is None else float(spec.radius)
 
     def _run_practical(self, spec, problem, budget, rng):
-        n, d = problem.n_samples, problem.n_params
+        d = problem.n_params
         mode, m = self._mode(), self._n_directions(d)
         delta = self.smoothing_radius()
         warm, S = self._stage_steps()

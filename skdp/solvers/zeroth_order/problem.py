@@ -142,7 +142,8 @@ class ZOProblem:
         per_row = offsets.ndim == 3
 
         def compute(X, y, V):
-            pred = self.model.predict_rowwise(theta, V, X) if per_row else self.model.predict_offsets(theta, V, X)
+            model = self.model
+            pred = model.predict_rowwise(theta, V, X) if per_row else model.predict_offsets(theta, V, X)
             return self._values(pred, y, (X.shape[0], V.shape[-2]))
 
         return self._chunked(compute, offsets, per_row, offsets.shape[-2], rows)
@@ -170,12 +171,14 @@ class ZOProblem:
                 plus, minus = symmetric(theta, W, X)
                 return self._values(plus, y, shape) - self._values(minus, y, shape)
             both = np.concatenate([W, -W], axis=-2)
-            pred = self.model.predict_rowwise(theta, both, X) if per_row else self.model.predict_offsets(theta, both, X)
+            model = self.model
+            pred = model.predict_rowwise(theta, both, X) if per_row else model.predict_offsets(theta, both, X)
             values = self._values(pred, y, (X.shape[0], 2 * m))
             return values[:, :m] - values[:, m:]
 
         # Moves along coordinates build (n_rows, 2 m) arrays only, whatever the model's width.
-        return self._chunked(compute, V, per_row, 2 * m, rows, width=m, work=1 if by_axis is not None else None)
+        work = 1 if by_axis is not None else None
+        return self._chunked(compute, V, per_row, 2 * m, rows, width=m, work=work)
 
     def _values(self, pred, y, shape):
         pred = np.asarray(pred, dtype=float)
@@ -203,8 +206,8 @@ class ZOProblem:
             out = np.empty((n, width))
             for start in range(0, n, chunk):
                 part = slice(start, min(n, start + chunk))
-                out[part] = self._evaluate_chunk(compute, X[part], y[part], offsets[part] if per_row else offsets,
-                                                 per_row, width)
+                chunk_offsets = offsets[part] if per_row else offsets
+                out[part] = self._evaluate_chunk(compute, X[part], y[part], chunk_offsets, per_row, width)
             return out
 
     @staticmethod
@@ -247,7 +250,8 @@ class ZOProblem:
             Replace-one L2 sensitivity of ``total``: ``2 max ||v_i||``.
         """
         m, d = draw.n_directions, draw.dim
-        A = self.two_point(theta, float(smoothing) * draw.directions, rows, draw.coordinates, float(smoothing))
+        step = float(smoothing)
+        A = self.two_point(theta, step * draw.directions, rows, draw.coordinates, step)
         threshold = draw.grad_threshold(self.lipschitz, smoothing)
         scale = d / (2.0 * float(smoothing) * m)
         return scale * draw.combine(draw.clip(A, threshold)), 2.0 * scale * draw.row_bound(threshold)

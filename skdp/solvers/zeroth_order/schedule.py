@@ -83,12 +83,14 @@ def variance_reduced_theory(n, d, lipschitz, smoothing, loss_gap, mu, diff_batch
     Examples
     --------
     >>> from skdp.solvers.zeroth_order.schedule import variance_reduced_theory
-    >>> s = variance_reduced_theory(n=100_000, d=11, lipschitz=2 ** 0.5, smoothing=0.05, loss_gap=1.0, mu=0.268)
+    >>> s = variance_reduced_theory(n=100_000, d=11, lipschitz=2 ** 0.5, smoothing=0.05, loss_gap=1.0,
+    ...                             mu=0.268)
     >>> s.n_inner, s.n_epochs, s.checkpoint_batch, s.n_rows_used <= 100_000
     (948, 52, 949, True)
     """
     if n < 4:
-        raise ValueError(f"The variance-reduced schedule needs at least 4 rows (one epoch of T = 2); got {n}.")
+        raise ValueError(f"The variance-reduced schedule needs at least 4 rows (one epoch of T = 2); "
+                         f"got {n}.")
     t1, t2 = _balancing_values(n, d, lipschitz, smoothing, loss_gap, mu)
     diff_batch = max(1, int(diff_batch))
     # One epoch uses B1 + (T - 1) B2 = T + 1 + (T - 1) B2 rows.

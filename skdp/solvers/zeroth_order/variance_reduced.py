@@ -146,7 +146,8 @@ class VarianceReduced(ZerothOrderSolver):
         m, delta = self._n_directions(d), self.smoothing_radius()
         bounds = direction_bounds(self._mode(), m, d)
         grad_scale = d / (2.0 * delta * m)
-        grad = 2.0 * grad_scale * bounds.row_bound(bounds.grad_threshold(lipschitz, delta)) / layout.checkpoint_batch
+        grad_row = bounds.row_bound(bounds.grad_threshold(lipschitz, delta))
+        grad = 2.0 * grad_scale * grad_row / layout.checkpoint_batch
         symmetric = self._symmetric()
         diff_scale = d / ((2.0 if symmetric else 1.0) * delta * m)
         threshold = bounds.diff_threshold(lipschitz, 2.0 * layout.step_radius, symmetric)
