@@ -14,6 +14,8 @@ Lipschitzian extension (not convex), so only solvers that use loss values
 (``skdp.solvers.zeroth_order``) take them.
 """
 
+import math
+
 import numpy as np
 
 from ._base import Loss, _as_arrays
@@ -74,7 +76,7 @@ class TukeyLoss(_ResidualLoss):
 
     @property
     def max_derivative(self):
-        return 16.0 * self.c / (25.0 * np.sqrt(5.0))
+        return 16.0 * self.c / (25.0 * math.sqrt(5.0))
 
     def _rho(self, r):
         c2 = self.c * self.c
