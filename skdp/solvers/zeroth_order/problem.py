@@ -96,9 +96,13 @@ class ZOProblem:
     n_evaluations: list = field(default_factory=lambda: [0], repr=False)
 
     def __post_init__(self):
-        self.X = np.ascontiguousarray(self.X, dtype=float)
+        # Own, read-only copies: a user's callable gets views of them, and must not be able to
+        # rewrite rows (its own or others') between calls.
+        self.X = np.array(self.X, dtype=float, order="C", copy=True)
         # Labels beyond 1e150 in solver units are clipped (a fixed per-record map).
         self.y = np.clip(np.asarray(self.y, dtype=float), -_LABEL_LIMIT, _LABEL_LIMIT)
+        self.X.setflags(write=False)
+        self.y.setflags(write=False)
         if self.init is not None:
             self.init = np.asarray(self.init, dtype=float)
         if not (float(self.lipschitz) > 0 and math.isfinite(float(self.lipschitz))):

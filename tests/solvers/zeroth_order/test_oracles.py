@@ -208,3 +208,17 @@ def test_models_evaluate_offsets_consistently():
         W = rng.normal(size=(7, 5, model.n_params))
         rowwise = np.array([[model.predict(theta + W[i, j], X[i:i + 1])[0] for j in range(5)] for i in range(7)])
         np.testing.assert_allclose(model.predict_rowwise(theta, W, X), rowwise, atol=1e-12)
+
+
+def test_a_callable_cannot_rewrite_the_rows():
+    """The rows a callable sees are read-only views: a write fails, and that row's values count as missing."""
+    X = np.arange(12.0).reshape(4, 3)
+
+    def vandal(P, Z):
+        Z[:] = 0.0  # would zero every row of the chunk for all later calls
+        return Z @ P.T
+
+    problem = ZOProblem(X, np.zeros(4), CallableModel(vandal, 3), AbsoluteLoss(), lipschitz=1.0, init=None)
+    values = problem.losses(np.zeros(3), np.eye(3))
+    assert np.all(np.isnan(values))
+    np.testing.assert_array_equal(problem.X, X)
