@@ -142,8 +142,12 @@ class MLPModel:
             shift *= step
             column, out = pre[unit], hidden[unit]
             scale = w2[unit][:, None]
-            plus[idx] = base + scale * (self._act(column + shift) - out)
-            minus[idx] = base + scale * (self._act(column - shift) - out)
+            for sign, target in ((1.0, plus), (-1.0, minus)):
+                moved = self._act(column + sign * shift)
+                moved -= out
+                moved *= scale
+                moved += base
+                target[idx] = moved
         idx = np.flatnonzero(~hidden_part)
         if idx.size:
             unit = c[idx] - (p * h + h)  # w2[b] for b < h; h is b2
