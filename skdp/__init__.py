@@ -10,12 +10,14 @@ from .accounting import (
     PrivacyLeakWarning,
 )
 from .linear_model import DPHeavyTailRegressor, DPInterpolatingClassifier
+from .zeroth_order import DPZerothOrderRegressor
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "DPHeavyTailRegressor",
     "DPInterpolatingClassifier",
+    "DPZerothOrderRegressor",
     "BudgetAccountant",
     "BudgetExceededError",
     "DetachedAccountantError",

@@ -12,7 +12,10 @@
   exact value before the noise and its event (from :mod:`skdp.mechanisms`);
 * :func:`assert_event_as_planned` — the released event costs what the plan said;
 * :func:`spec_for` and :func:`run_as_planned` — a solver driven the way the
-  pipeline drives it (check, plan, check_budget, run) on a hand-made problem.
+  pipeline drives it (check, plan, check_budget, run) on a hand-made problem;
+* :class:`CoupledZOProblem` — the zeroth-order counterpart of :class:`CoupledProblem`:
+  every oracle query answered on a neighbouring dataset too, at the same point
+  with the same directions.
 """
 
 import math
@@ -23,8 +26,8 @@ from skdp.mechanisms import clip_rows
 from skdp.mechanisms._audit import record_releases
 from skdp.solvers import GLMProblem, ProblemSpec, SolverBudget
 
-__all__ = ["neighbours", "CoupledProblem", "record_releases", "assert_event_as_planned", "spec_for",
-           "run_as_planned"]
+__all__ = ["neighbours", "CoupledProblem", "CoupledZOProblem", "record_releases", "assert_event_as_planned",
+           "spec_for", "run_as_planned"]
 
 
 def neighbours(n=400, d=4, seed=0, row=None):
@@ -164,3 +167,61 @@ def run_as_planned(solver, problem, mu, quantile_epsilon, rng, **spec_changes):
     if isinstance(rng, (int, np.integer)):
         rng = np.random.default_rng(rng)
     return solver.run(spec, problem, budget, rng), planned
+
+
+class CoupledZOProblem:
+    """A :class:`~skdp.solvers.zeroth_order.ZOProblem` that answers every oracle query on a neighbour too.
+
+    Both problems see the same point and the same direction draw; the log
+    records ``||answer - answer on the neighbour|| / claimed sensitivity`` of
+    every query (at most 1 when the clipping holds the bound), the claimed
+    sensitivities and the rows each query read. Every other attribute is the
+    first problem's, so a solver runs on it unchanged.
+
+    Parameters
+    ----------
+    problem, other : ZOProblem
+        The two datasets (same shapes, same model and loss objects or their
+        counterparts).
+    """
+
+    def __init__(self, problem, other, _log=None, _index=None):
+        self._problem = problem
+        self._other = other
+        self._log = _log if _log is not None else {"checks": [], "sensitivities": [], "queries": []}
+        self._index = np.arange(problem.n_samples) if _index is None else _index
+
+    def __getattr__(self, name):
+        return getattr(self._problem, name)
+
+    @property
+    def checks(self):
+        return self._log["checks"]
+
+    @property
+    def sensitivities(self):
+        return self._log["sensitivities"]
+
+    @property
+    def queries(self):
+        return self._log["queries"]
+
+    def _record(self, a, b, rows):
+        (va, sa), (vb, sb) = a, b
+        assert sa == sb, "the claimed sensitivity must not depend on the data"
+        gap = float(np.linalg.norm(va - vb))
+        self._log["checks"].append(gap / sa if sa > 0 else (0.0 if gap == 0 else math.inf))
+        self._log["sensitivities"].append(sa)
+        self._log["queries"].append(self._index if rows is None else self._index[rows])
+        return va, sa
+
+    def grad_sum(self, theta, draw, smoothing, rows=None):
+        return self._record(self._problem.grad_sum(theta, draw, smoothing, rows),
+                            self._other.grad_sum(theta, draw, smoothing, rows), rows)
+
+    def diff_sum(self, w, w_prev, draw, smoothing, rows=None, symmetric=False, max_distance=math.inf):
+        return self._record(self._problem.diff_sum(w, w_prev, draw, smoothing, rows, symmetric, max_distance),
+                            self._other.diff_sum(w, w_prev, draw, smoothing, rows, symmetric, max_distance), rows)
+
+    def with_loss(self, loss):
+        return CoupledZOProblem(self._problem.with_loss(loss), self._other.with_loss(loss), self._log, self._index)

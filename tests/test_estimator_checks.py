@@ -1,7 +1,8 @@
 """scikit-learn's estimator checks, for every estimator configuration in one place.
 
 The configurations cover each solver of DPHeavyTailRegressor (with the losses,
-penalties and options that change its code path) and the test-only ToyDPRidge
+penalties and options that change its code path), the models, losses and
+algorithms of DPZerothOrderRegressor, and the test-only ToyDPRidge
 that proves the shared base. Private models are noisy by design; their tags say
 so (``poor_score``).
 
@@ -14,7 +15,7 @@ the results, which is exactly the seed reuse that PrivacyLeakWarning reports.
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp import DPHeavyTailRegressor
+from skdp import DPHeavyTailRegressor, DPZerothOrderRegressor
 from toy_estimator import ToyDPRidge
 
 HEAVY_TAIL = [
@@ -30,6 +31,15 @@ HEAVY_TAIL = [
     DPHeavyTailRegressor(alpha=0.1, l1_ratio=0.5),
 ]
 
+# The default (linear) and the non-linear path (network, redescending loss with its warm-up and private
+# residual scale). Each fit on the checks' tiny data costs about a second (the budget plan's calibration),
+# so the solvers' other configurations are exercised in tests/zeroth_order and tests/solvers/zeroth_order
+# instead of here.
+ZEROTH_ORDER = [
+    DPZerothOrderRegressor(),
+    DPZerothOrderRegressor(model="mlp", hidden_units=3, loss="tukey", max_iter=10, algorithm="variance_reduced"),
+]
+
 TOY = [ToyDPRidge(), ToyDPRidge(epsilon=0.3, alpha=0.1, row_norm=3.0)]
 
 SEED_REUSE = "ignore:.*a seed an earlier fit charged to the implicit ledger:skdp.PrivacyLeakWarning"
@@ -39,6 +49,13 @@ SEED_REUSE = "ignore:.*a seed an earlier fit charged to the implicit ledger:skdp
 @pytest.mark.filterwarnings(SEED_REUSE)
 @parametrize_with_checks(HEAVY_TAIL)
 def test_heavy_tail_regressor(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.filterwarnings("ignore::skdp.LowBudgetWarning")
+@pytest.mark.filterwarnings(SEED_REUSE)
+@parametrize_with_checks(ZEROTH_ORDER)
+def test_zeroth_order_regressor(estimator, check):
     check(estimator)
 
 

@@ -152,7 +152,8 @@ class FitCheck:
                 "fallback": bool(self.fallback), "starved": bool(self.starved)}
 
 
-def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=None, *, starved=False):
+def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=None, *, starved=False,
+                      predictions=None):
     """Release the clipped training-set improvement of a model over the constant ``center``.
 
     Parameters
@@ -169,6 +170,11 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     random_state : None, int or Generator
     starved : bool, default=False
         Whether the fit's budget plan was starved (public; see :class:`FitCheck`).
+    predictions : ndarray of shape (n_samples,) or None
+        The released model's predictions on the training rows, for a model
+        that is not linear (then ``X``, ``coef`` and ``intercept`` are not
+        used). Each must depend on its own row only: the sensitivity argument
+        is per row.
 
     Returns
     -------
@@ -193,7 +199,9 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     scale = float(scale)
     bound = RESIDUAL_CLIP**2
     with np.errstate(over="ignore", invalid="ignore"):
-        predictions = np.asarray(X @ np.asarray(coef, dtype=float)).ravel() + float(intercept)
+        if predictions is None:
+            predictions = np.asarray(X @ np.asarray(coef, dtype=float)).ravel() + float(intercept)
+        predictions = np.asarray(predictions, dtype=float).ravel()
         # Per-record terms in target variances, each within [-RESIDUAL_CLIP^2, RESIDUAL_CLIP^2]:
         # a non-finite residual counts as clipped.
         model = ((y - predictions) / scale) ** 2

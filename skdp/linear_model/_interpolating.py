@@ -112,6 +112,7 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         - "adaptive": Algorithm 3 (epoch growth on half the rows, then
           Algorithm 2 inside the first stage's ball; never switches on the data);
         - "kappa_growth": Algorithm 6 for kappa-growth (``growth_exponent``).
+
         "auto" chooses from public inputs only (see Notes).
     multi_class : {"auto", "ovr", "joint"}, default="auto"
         More than two classes: "ovr" gives each class a margin loss against the

@@ -63,6 +63,8 @@ class PrivateLinearModel(DPEstimatorMixin):
     """
 
     _solver_family = None
+    # How a fallback to the constant shows in the fitted attributes (for the warning).
+    _fallback_note = "coef_ = 0"
     # Whether y is a numeric target to standardise, and whether the regression fit check runs.
     _scales_target = True
     _has_fit_check = True
@@ -181,10 +183,7 @@ class PrivateLinearModel(DPEstimatorMixin):
         coef, intercept, check = post.coef, post.intercept, post.check
         if check is not None and check.doubtful:
             coef, intercept = self._after_failed_check(check, scaling, coef, intercept, n, d)
-        # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
-        self.coef_ = coef.astype(X.dtype, copy=False)
-        self.intercept_ = (np.asarray(intercept, dtype=X.dtype) if np.ndim(intercept)
-                           else X.dtype.type(intercept) if X.dtype == np.float32 else float(intercept))
+        self._store_model(coef, intercept, X.dtype)
         self.algorithm_ = plan.solver.name
         self.schedule_ = result.schedule
         self.n_iter_ = int(result.schedule.get("n_steps", 0))
@@ -192,6 +191,17 @@ class PrivateLinearModel(DPEstimatorMixin):
         if check is not None:
             self.fit_check_ = check.as_dict()
         return self
+
+    def _check_predictions(self, X, scaling, coef, intercept):
+        """Training predictions for the fit check when the model is not ``X @ coef + intercept``, else None."""
+        return None
+
+    def _store_model(self, coef, intercept, dtype):
+        """Set the fitted attributes from the (unscaled, possibly fallen-back) solution."""
+        # Coefficients in the input's floating dtype (float32 stays float32), as scikit-learn does.
+        self.coef_ = coef.astype(dtype, copy=False)
+        self.intercept_ = (np.asarray(intercept, dtype=dtype) if np.ndim(intercept)
+                           else dtype.type(intercept) if dtype == np.float32 else float(intercept))
 
     def _plan(self, solver, n, d):
         """The budget plan (public inputs only): pure DP when ``delta = 0``, else the Gaussian plan.
@@ -235,7 +245,8 @@ class PrivateLinearModel(DPEstimatorMixin):
         if not self._has_fit_check:
             return PostFit(coef, intercept)
         check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling), scaling.target_scale,
-                                  plan.check_mu, rng, starved=plan.starved)
+                                  plan.check_mu, rng, starved=plan.starved,
+                                  predictions=self._check_predictions(X, scaling, coef, intercept))
         return PostFit(coef, intercept, check, [check.event])
 
     def _unscale(self, scaling, coef):
@@ -266,8 +277,8 @@ class PrivateLinearModel(DPEstimatorMixin):
                   "this table: use a larger epsilon, more rows or fewer features (for example fewer one-hot "
                   "levels).")
         if check.fallback:
-            warnings.warn(f"{found}, so the constant is returned (coef_ = 0). {advice}", LowBudgetWarning,
-                          stacklevel=4)
+            warnings.warn(f"{found}, so the constant is returned ({self._fallback_note}). {advice}",
+                          LowBudgetWarning, stacklevel=4)
             return np.zeros(d), constant
         warnings.warn(f"{found}; within its noise, so the model is kept, but it is likely no better than the "
                       f"constant. {advice}", LowBudgetWarning, stacklevel=4)

@@ -121,6 +121,9 @@ class Scaling:
         Value of the intercept column.
     whitening_mean, whitening_matrix : ndarray or None
         ``u = ((x - c) / s - mean) @ matrix`` in the whitened modes.
+    whitening_identified : ndarray or None
+        Projector onto the whitened directions the released second moments
+        support (:func:`~skdp.linear_model._whitening.whitening_from_second_moment`).
     typical_row_norm : float or None
         The released median norm of the feature part of the (whitened) rows, in
         the whitened modes; None in the others, where ``sqrt(d) * unit`` is the
@@ -142,6 +145,7 @@ class Scaling:
     intercept_value: float = None
     whitening_mean: np.ndarray = None
     whitening_matrix: np.ndarray = None
+    whitening_identified: np.ndarray = None
     typical_row_norm: float = None
 
     def __post_init__(self):
@@ -198,6 +202,17 @@ class Scaling:
                 feature = LinearDesign(X, self.linear, self.offset, None)
                 design = design.with_factors(clip_factors(feature.row_norms(), self.row_bound))
             return design
+        Z = self.features(X, clip=clip)
+        if self.fit_intercept:
+            Z = np.hstack([Z, np.full((Z.shape[0], 1), self.intercept_value)])
+        return Z
+
+    def features(self, X, clip=False):
+        """The standardised (in the whitened modes, whitened) features as a dense array, no intercept column.
+
+        The inputs of a non-linear model (:mod:`skdp.zeroth_order`), which has
+        biases of its own. ``clip`` clips every row to ``row_bound``.
+        """
         X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
         if not self.whitened:
             Z = (X - self.feature_center) / self.feature_scale
@@ -207,8 +222,6 @@ class Scaling:
             Z = (Z - self.whitening_mean) @ self.whitening_matrix
         if clip:
             Z = clip_rows(Z, self.row_bound)
-        if self.fit_intercept:
-            Z = np.hstack([Z, np.full((Z.shape[0], 1), self.intercept_value)])
         return Z
 
     def feature_norms(self, X):
@@ -225,6 +238,19 @@ class Scaling:
 
     def transform_target(self, y):
         return (y - self.target_center) / self.target_scale
+
+    def identified_coef(self, w):
+        """Solver coefficients with their feature part projected on the identified whitened directions.
+
+        Post-processing of released values (the projector comes from the
+        released second moments); the identity outside the whitened modes.
+        """
+        if not self.whitened or self.whitening_identified is None:
+            return w
+        d = self.feature_center.shape[0]
+        out = np.array(w, dtype=float, copy=True)
+        out[:d] = self.whitening_identified @ out[:d]
+        return out
 
     def unscale(self, w):
         """Coefficients and intercept in the original units from solver coefficients ``w``."""
@@ -502,6 +528,7 @@ class PrivateStandardiser:
         return Scaling(self.mode, cx, sx, cy, sy, float(row_bound), 1.0, self.fit_intercept,
                        self.quantile_epsilon, intercept_value=whitening.kappa if self.fit_intercept else 1.0,
                        whitening_mean=whitening.mean, whitening_matrix=whitening.matrix,
+                       whitening_identified=whitening.identified,
                        typical_row_norm=typical_norm)
 
     @staticmethod

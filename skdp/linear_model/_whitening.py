@@ -22,7 +22,13 @@ rows clipped to a released bound) with Gaussian noise of standard deviation
   noise, and this keeps their coupling with the intercept about 1
   (``kappa = 1`` without noise).
 
-The map of a row is ``u = (z - m) M``.
+The map of a row is ``u = (z - m) M``. ``identified`` projects whitened
+coefficients onto the directions the released moments support (eigenvalues, or
+variances, above ``1e-6`` of the largest): along a degenerate one (an exact
+collinearity, a constant column) the noise-free whitening amplifies by up to
+``1e4``, and a solver that drifts there (rounding, the smoothing of a
+zeroth-order method at the kinks of a loss) would move predictions on rows
+outside the training data (an unseen level) by large amounts.
 """
 
 import math
@@ -36,6 +42,8 @@ _DIAG_FLOOR = 2.0  # variances floored at this many noise standard deviations
 _REL_FLOOR = 1e-8
 _EIG_FLOOR = 1.0  # correlation eigenvalues floored at this many noise spectral norms
 _MAX_CORRELATION_NOISE = 0.5
+# Eigenvalues (or variances) below this fraction of the largest are degenerate: not identified.
+_DEGENERATE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class Whitening:
     kappa: float
     full: bool
     noise_norm: float
+    identified: np.ndarray = None
 
 
 def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
@@ -94,9 +103,18 @@ def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
     if full:
         R = C * inv_sd[:, None] * inv_sd[None, :]
         lam, V = np.linalg.eigh(0.5 * (R + R.T))
-        lam = np.maximum(lam, _EIG_FLOOR * noise_norm + _REL_FLOOR * max(float(lam[-1]), 1e-300))
+        top = max(float(lam[-1]), 1e-300)
+        # Directions with a degenerate eigenvalue (an exact collinearity such as dummy coding
+        # plus an intercept, or a constant column): only there does the floor amplify without
+        # noise. With noise the floor at the noise level bounds the amplification instead, and
+        # small but real directions (a rare level's contrast) must stay.
+        kept = lam > _DEGENERATE * top
+        lam = np.maximum(lam, _EIG_FLOOR * noise_norm + _REL_FLOOR * top)
         M = inv_sd[:, None] * ((V / np.sqrt(lam)) @ V.T)
+        identified = V[:, kept] @ V[:, kept].T
     else:
         M = np.diag(inv_sd)
+        largest = max(float(np.max(diag, initial=0.0)), 1e-300)
+        identified = np.diag((diag > _DEGENERATE * largest).astype(float))
     kappa = 1.0 / math.sqrt(1.0 + 0.5 * sig * sig * float(np.sum(M * M)))
-    return Whitening(m, M, kappa, full, noise_norm)
+    return Whitening(m, M, kappa, full, noise_norm, identified)

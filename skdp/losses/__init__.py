@@ -12,9 +12,10 @@ HuberLoss(delta=2.0)
 """
 
 from ._base import Loss, MarginLoss, RegressionLoss
-from .callable import CallableLoss
+from .callable import CallableLoss, ValueLoss
 from .classification import LogisticLoss, ModifiedHuberLoss, SmoothedHingeLoss, SquaredHingeLoss
 from .regression import AbsoluteLoss, HuberLoss, QuantileLoss, SquaredLoss
+from .robust import CauchyLoss, TukeyLoss
 
 LOSSES = {
     "squared": SquaredLoss,
@@ -60,7 +61,10 @@ __all__ = [
     "SquaredHingeLoss",
     "SmoothedHingeLoss",
     "ModifiedHuberLoss",
+    "TukeyLoss",
+    "CauchyLoss",
     "CallableLoss",
+    "ValueLoss",
     "LOSSES",
     "get_loss",
 ]

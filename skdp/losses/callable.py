@@ -1,8 +1,8 @@
-"""Adapter that lets a user's Python function serve as the per-row loss of a linear model."""
+"""Adapters that let a user's Python function serve as a per-row loss (with derivatives, or values only)."""
 
 import numpy as np
 
-__all__ = ["CallableLoss"]
+__all__ = ["CallableLoss", "ValueLoss"]
 
 
 class CallableLoss:
@@ -62,3 +62,59 @@ class CallableLoss:
 
     def __repr__(self):
         return f"CallableLoss({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+class ValueLoss:
+    """Adapter for a user loss known only by its values: ``f(prediction, y) -> loss values``.
+
+    For solvers that use loss values only (:mod:`skdp.solvers.zeroth_order`).
+    ``f`` is called vectorised, with ``prediction`` of shape ``(n_rows, k)``
+    (row ``i`` under ``k`` parameter vectors) and ``y`` of shape
+    ``(n_rows, 1)``, and must return the element-wise losses, shape
+    ``(n_rows, k)``: every value must depend on its own row only (no batch
+    means, no state kept across calls). The solvers check this on public
+    synthetic rows before anything is spent and evaluate every row that makes
+    the call fail on its own; see :class:`~skdp.solvers.zeroth_order.ZOProblem`.
+
+    Nothing about ``f`` is assumed for privacy: the solvers clip every row's
+    finite differences to the public bound ``lipschitz`` (in the prediction)
+    times the model's, and map non-finite values to a zero difference, so a
+    wrong ``lipschitz`` costs accuracy (the optimised loss is a clipped
+    surrogate), never privacy.
+
+    Parameters
+    ----------
+    fn : callable
+    lipschitz : float > 0, default=1.0
+        Public bound on ``|d f / d prediction|``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.losses import ValueLoss
+    >>> loss = ValueLoss(lambda z, y: np.log(np.cosh(z - y)), lipschitz=1.0)
+    >>> np.round(loss.value(np.array([[0.0, 1.0]]), np.array([[1.0]])), 4).tolist()
+    [[0.4338, 0.0]]
+    """
+
+    smoothness = np.inf
+    is_classification = False
+    name = "callable"
+
+    def __init__(self, fn, lipschitz=1.0):
+        lipschitz = float(lipschitz)
+        if not (lipschitz > 0 and np.isfinite(lipschitz)):
+            raise ValueError(f"lipschitz must be a positive finite number; got {lipschitz!r}.")
+        self.fn = fn
+        self.max_derivative = lipschitz
+
+    def value(self, z, y):
+        """The user's values as a float array (the caller handles failures and checks the shape)."""
+        return np.asarray(self.fn(z, y), dtype=float)
+
+    def derivative_bound(self, prediction_bound, y):
+        shape = np.broadcast(np.asarray(prediction_bound), np.asarray(y)).shape
+        return np.full(shape, self.max_derivative)
+
+    def __repr__(self):
+        return f"ValueLoss({getattr(self.fn, '__name__', self.fn)!r}, lipschitz={self.max_derivative!r})"

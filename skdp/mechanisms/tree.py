@@ -24,6 +24,7 @@ Optimization", 2024, arXiv:2406.19579 (Algorithm 5).
 import numpy as np
 
 from ..accounting import GaussianRelease, Repeated
+from ._audit import notify
 from ._random import check_generator
 
 __all__ = ["TreeAggregator", "tree_depth", "tree_nodes"]
@@ -85,6 +86,11 @@ class TreeAggregator:
     noise_std : float
         Standard deviation of each node's Gaussian noise.
     random_state : None, int or Generator
+    leaf_sensitivity : float or None, default=None
+        The L2 sensitivity of every leaf, when known: each released node is
+        then reported to :func:`~skdp.mechanisms._audit.record_releases` (its
+        exact value before the noise and its event), so that coupled runs can
+        audit it; it changes nothing in the output.
 
     Examples
     --------
@@ -97,7 +103,7 @@ class TreeAggregator:
     Repeated(event=GaussianRelease(sensitivity=1.0, noise_std=0.0), count=3)
     """
 
-    def __init__(self, n_steps, shape, noise_std, random_state=None):
+    def __init__(self, n_steps, shape, noise_std, random_state=None, leaf_sensitivity=None):
         self.n_steps = int(n_steps)
         self.depth = tree_depth(self.n_steps)
         self.shape = (shape,) if np.isscalar(shape) else tuple(shape)
@@ -105,11 +111,13 @@ class TreeAggregator:
         if self.noise_std < 0:
             raise ValueError(f"noise_std must be non-negative; got {noise_std!r}.")
         self._rng = check_generator(random_state)
+        self.leaf_sensitivity = None if leaf_sensitivity is None else float(leaf_sensitivity)
         self.t = 0
         self._sum = np.zeros(self.shape)
-        # Noise of the live prefixes, keyed by time: only the chain of the current
-        # time is ever needed again (t+1 - lowbit(t+1) is on the chain of t).
+        # Noise (and exact sums) of the live prefixes, keyed by time: only the chain of the
+        # current time is ever needed again (t+1 - lowbit(t+1) is on the chain of t).
         self._noise = {0: np.zeros(self.shape)}
+        self._sums = {0: np.zeros(self.shape)}
 
     def append(self, value):
         """Add the next leaf and return the noisy prefix sum up to it."""
@@ -122,10 +130,17 @@ class TreeAggregator:
         t = self.t
         self._sum = self._sum + value
         xi = self.noise_std * self._rng.standard_normal(self.shape) if self.noise_std > 0 else 0.0
-        noise_t = self._noise[t - (t & -t)] + xi
+        parent = t - (t & -t)
+        noise_t = self._noise[parent] + xi
+        if self.leaf_sensitivity is not None:
+            # The node ending at t: its exact value is the sum of its leaves, its noise xi.
+            node = GaussianRelease(self.leaf_sensitivity, self.noise_std)
+            notify("gaussian", self._sum - self._sums[parent], node)
         chain = _prefix_chain(t)
         self._noise = {m: v for m, v in self._noise.items() if m in chain}
+        self._sums = {m: v for m, v in self._sums.items() if m in chain}
         self._noise[t] = noise_t
+        self._sums[t] = self._sum
         return self._sum + noise_t
 
     def privacy_event(self, leaf_sensitivity):

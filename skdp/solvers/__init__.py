@@ -13,8 +13,9 @@ privacy event for a :class:`SolverBudget`, and a run that returns a
 * :mod:`~skdp.solvers.schedules` — phase layouts, batches, steps, averaging;
 * :mod:`~skdp.solvers.moments` — public moment bounds of the theory schedules.
 
-One subpackage per family of papers: :mod:`~skdp.solvers.heavy_tail` (regression)
-and :mod:`~skdp.solvers.interpolation` (classification).
+One subpackage per family of papers: :mod:`~skdp.solvers.heavy_tail` (regression),
+:mod:`~skdp.solvers.interpolation` (classification) and
+:mod:`~skdp.solvers.zeroth_order` (loss values only).
 """
 
 from ._contract import (
@@ -41,6 +42,7 @@ from .heavy_tail import (
     ProximalSGD,
 )
 from . import interpolation  # noqa: F401  (registers the classification solvers)
+from . import zeroth_order  # noqa: F401  (registers the zeroth-order solvers)
 from .moments import MomentBounds
 from .problem import GLMProblem
 

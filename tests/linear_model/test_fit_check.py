@@ -143,3 +143,16 @@ def test_a_starved_fit_returns_the_constant_unless_confidently_better():
     assert check["fallback"] == (not check["improvement"] > STARVED_KEEP_SIGMAS * check["noise_std"])
     if check["fallback"]:
         assert np.all(model.coef_ == 0.0) and model.intercept_ == model.scaling_["target_center"]
+
+
+def test_the_check_of_a_non_linear_model_uses_its_predictions():
+    """With ``predictions=`` the check reads them (and not X, coef, intercept), row by row."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(4000, 2))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=4000)
+    good = private_fit_check(None, y, None, None, 0.0, 1.0, math.inf, predictions=np.sin(3 * X[:, 0]))
+    bad = private_fit_check(None, y, None, None, 0.0, 1.0, math.inf, predictions=-3 * np.sin(3 * X[:, 0]))
+    assert good.improvement > 0.4 > 0 > bad.improvement
+    # Non-finite predictions count as clipped errors: finite release, same sensitivity.
+    nan = private_fit_check(None, y, None, None, 0.0, 1.0, 1.0, random_state=0, predictions=np.full(4000, np.nan))
+    assert math.isfinite(nan.improvement) and nan.event == GaussianRelease(8.0 / 4000, 8.0 / 4000)

@@ -142,3 +142,37 @@ def test_a_release_above_the_plan_is_refused(monkeypatch):
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="Unknown scaling mode"):
         PrivateStandardiser("median", 1.0)
+
+
+def test_features_are_the_rows_without_the_intercept_column():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 3)) * [1.0, 100.0, 0.01] + [5.0, -3.0, 0.0]
+    y = X @ [1.0, 0.01, 10.0] + rng.normal(size=3000)
+    scaling, _ = PrivateStandardiser("columns", 1.0, mu=1.0).fit(X, y, np.random.default_rng(0))
+    rows = scaling.rows(X, clip=False)
+    np.testing.assert_allclose(scaling.features(X), rows[:, :3])
+    np.testing.assert_allclose(rows[:, 3], scaling.intercept_value)
+    clipped = scaling.features(X, clip=True)
+    assert np.linalg.norm(clipped, axis=1).max() <= scaling.row_bound * (1 + 1e-12)
+
+
+def test_identified_directions_drop_an_exact_collinearity_only_without_noise():
+    """Dummy coding plus an intercept: one degenerate direction, removed exactly at epsilon = inf."""
+    rng = np.random.default_rng(6)
+    codes = rng.integers(0, 3, size=4000)
+    X = np.column_stack([np.eye(3)[codes], rng.normal(size=4000)])
+    y = X @ [1.0, 2.0, 3.0, 0.5] + rng.normal(size=4000)
+    exact, _ = PrivateStandardiser("columns", math.inf).fit(X, y, np.random.default_rng(0))
+    P = exact.whitening_identified
+    np.testing.assert_allclose(P @ P, P, atol=1e-10)  # a projector
+    assert round(float(np.trace(P))) == 3  # four columns, one exact collinearity among the dummies
+    # The solver coordinates of the collinear direction vanish; predictions on the rows do not change.
+    rows = exact.rows(X, clip=False)
+    w = rng.normal(size=5)
+    projected = exact.identified_coef(w)
+    np.testing.assert_allclose(rows @ projected, rows @ w, atol=1e-6 * np.abs(rows @ w).max())
+    # With noise, a small but real direction (a level with 1% of the rows, no collinearity) stays: the floor
+    # at the noise level bounds the amplification instead.
+    rare = np.column_stack([(rng.random(4000) < 0.01).astype(float), rng.normal(size=(4000, 2))])
+    noisy, _ = PrivateStandardiser("columns", 1.0, mu=0.5).fit(rare, rare @ [3.0, 1.0, 1.0], np.random.default_rng(0))
+    assert round(float(np.trace(noisy.whitening_identified))) == 3

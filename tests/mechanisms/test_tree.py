@@ -80,3 +80,16 @@ def test_bad_inputs():
         TreeAggregator(4, 2, noise_std=-1.0)
     with pytest.raises(ValueError):
         TreeAggregator(4, 2, noise_std=1.0).append(np.zeros(3))
+
+
+def test_released_nodes_are_recorded_with_their_exact_values():
+    from skdp.mechanisms._audit import record_releases
+
+    values = np.arange(1.0, 8.0)[:, None] * np.ones((7, 2))
+    tree = TreeAggregator(7, 2, noise_std=0.5, random_state=0, leaf_sensitivity=0.3)
+    with record_releases() as log:
+        for v in values:
+            tree.append(v)
+    assert len(log) == 7 and all(r.event == GaussianRelease(0.3, 0.5) for r in log)
+    # The node ending at t covers leaves t - lowbit(t) + 1 .. t: node 4 is 1 + 2 + 3 + 4, node 6 is 5 + 6.
+    np.testing.assert_allclose([r.value[0] for r in log], [1, 3, 3, 10, 5, 11, 7])
