@@ -169,8 +169,12 @@ class DPEstimatorMixin:
         return state
 
     def _log(self, message):
+        """Print one verbose line (public or released values only); never raises."""
         if self.verbose:
-            print(f"[{type(self).__name__}] {message}")
+            try:
+                print(f"[{type(self).__name__}] {message}", flush=True)
+            except Exception:  # noqa: BLE001 - a failing stream must not raise after the budget is reserved
+                pass
 
     # -- the private part of a fit ----------------------------------------------------------
     def _run_private(self, planned_event, solve, *, n_samples=None):
@@ -199,7 +203,6 @@ class DPEstimatorMixin:
         accountant = self._resolve_accountant()
         material = self._noise_seed_material()
         entry, stream, shared = accountant._reserve(planned_event, delta=fit_delta, noise_seed=material)
-        self._log(f"reserved {planned_event!r}")
         if shared:
             warnings.warn(
                 f"{type(self).__name__} was fitted with random_state={self.random_state!r}, a seed an "

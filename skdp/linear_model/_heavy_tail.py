@@ -150,6 +150,13 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     random_state : None, int, Generator or RandomState, default=None
         None draws noise from operating-system entropy.
     verbose : int, default=0
+        0 prints nothing. 1 prints one line per stage of the fit with its
+        wall-clock time: the budget plan (solver, scaling mode, number of
+        private quantiles and the share of the budget of every part), the
+        released scales, the solver's schedule, the post-fit releases (the fit check)
+        and the spend. 2 adds the solver's progress about every tenth of its
+        iterations (iteration, elapsed time, step size). Only public
+        inputs and released values are printed (see :doc:`/verbose`).
 
     Attributes
     ----------

@@ -144,6 +144,13 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         open; see :class:`~skdp.BudgetAccountant` for the scope rule).
     random_state : None, int, Generator or RandomState, default=None
     verbose : int, default=0
+        0 prints nothing. 1 prints one line per stage of the fit with its
+        wall-clock time: the budget plan (solver, scaling mode, number of
+        private quantiles and the share of the budget of every part), the
+        released scales, the solver's schedule, the post-fit releases (class counts, calibration, fit check)
+        and the spend. 2 adds the solver's progress about every tenth of its
+        iterations (iteration, elapsed time, step size). Only public
+        inputs and released values are printed (see :doc:`/verbose`).
 
     Attributes
     ----------
@@ -445,7 +452,9 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
                                              max_weight=max_weight)
         # Released values kept for the fallback and the fitted attributes (post-processing).
         self._released_prior, self._released_calibration = prior, calibration
-        return PostFit(coef, intercept, check, [event, check.event])
+        shown = {f"calibration {key}": value for key, value in calibration.as_dict().items()
+                 if key in ("slope", "offset", "temperature")}  # released values, for verbose output
+        return PostFit(coef, intercept, check, [event, check.event], {"verbose": shown})
 
     @staticmethod
     def _scores(X, coef, intercept):

@@ -35,17 +35,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
 from ..accounting import LowBudgetWarning, Sequential
-from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, solver_names
+from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, progress_hook, solver_names
 from ._budget import REGRESSION_POST_FIT, plan_budget, plan_pure_budget
 from ._fit_check import private_fit_check
 from ._standardise import COEF_RADIUS, WHITENED_MODES
+from ._verbose import FitReporter
 
 __all__ = ["PrivateLinearModel", "PostFit"]
 
 
 @dataclass
 class PostFit:
-    """What the post-fit releases gave: the model to keep, the fit check, their events, and extras."""
+    """What the post-fit releases gave: the model to keep, the fit check, their events, and extras.
+
+    ``extras["verbose"]``, when present, maps names to released scalars shown on
+    the post-fit line of ``verbose`` output (released values only).
+    """
 
     coef: object
     intercept: object
@@ -155,6 +160,7 @@ class PrivateLinearModel(DPEstimatorMixin):
                 raise TypeError(f"{type(self).__name__}.fit got an unexpected keyword argument {name!r}.")
 
     def _fit(self, X, y):
+        reporter = FitReporter(self)
         self._validate_privacy_params()
         requested = self._requested_solver()  # refuses unavailable solvers before reading data
         self._check_parameters()
@@ -169,17 +175,25 @@ class PrivateLinearModel(DPEstimatorMixin):
         if plan.solver is not solver:
             plan.solver.check(plan.spec)  # a variant chosen by the plan is checked too, before any spend
         self._warn_if_predicted_poor(plan, n, d)
+        reporter.plan(plan, n, d, self._resolve_delta(n, warn=False), isinstance(self.delta, str), self.epsilon)
 
         def private_fit(rng):
+            # The reporter prints public and released values only, and never raises (see _verbose).
             released, pre_events = self._pre_fit(X, y, plan, rng)
             scaling, scaling_event = plan.standardiser.fit(X, y, rng)
+            reporter.scales(scaling, self._scales_target)
             problem = self._build_problem(scaling, X, y, plan.solver, released)
-            result = plan.solver.run(plan.spec, problem, plan.budget, rng)
+            with progress_hook(reporter.progress_callback(plan.solver.name)):
+                result = plan.solver.run(plan.spec, problem, plan.budget, rng)
+            reporter.solver(plan.solver.name, result.schedule)
             coef, intercept = self._unscale(scaling, result.coef)
             post = self._post_fit(X, y, scaling, coef, intercept, plan, rng, released, result.coef)
+            reporter.post_fit(plan, post)
             return Sequential([*pre_events, scaling_event, result.event, *post.events]), (result, scaling, post)
 
         result, scaling, post = self._run_private(plan.event, private_fit, n_samples=n)
+        if reporter:
+            reporter.emit(f"fit done in {reporter.elapsed():.2f} s")
         coef, intercept, check = post.coef, post.intercept, post.check
         if check is not None and check.doubtful:
             coef, intercept = self._after_failed_check(check, scaling, coef, intercept, n, d)

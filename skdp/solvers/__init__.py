@@ -27,7 +27,9 @@ from ._contract import (
     SolverOptions,
     SolverResult,
     get_solver,
+    progress_hook,
     register_solver,
+    report_progress,
     solver_names,
 )
 from .heavy_tail import (
@@ -47,6 +49,6 @@ from .moments import MomentBounds
 from .problem import GLMProblem
 
 __all__ = ["Capabilities", "ProblemSpec", "Solver", "ScheduledSolver", "SolverBudget", "SolverOptions", "SolverResult",
-           "get_solver", "register_solver", "solver_names", "MomentBounds", "GLMProblem",
+           "get_solver", "register_solver", "solver_names", "progress_hook", "report_progress", "MomentBounds", "GLMProblem",
            "ClippedGD", "Localized", "KnownLipschitz", "SVTSGD", "OnePassGLM", "LocalizedSubgradient",
            "Accelerated", "AveragedSGD", "ProximalSGD"]

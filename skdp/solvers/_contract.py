@@ -23,11 +23,22 @@ warns before anything is spent and names the solver its routing table would run.
 Capabilities are declared, not discovered (:class:`Capabilities`), and a
 configuration is never mutated: :meth:`Solver.replace` returns a new one. Solvers
 are found by name in a registry (:func:`register_solver`, :func:`get_solver`).
+
+Progress: a run loop calls :func:`report_progress` once per iteration with the
+iteration, the planned number of iterations and the step size. Those are public
+or post-processing of released values (the schedule is public, and a step size
+derived from the data is derived from a release, as the privacy contract
+requires of every step size); nothing else may be passed. The estimator decides
+what to do with them (:func:`progress_hook`: its ``verbose=2`` lines); solvers
+never print. A hook that fails is ignored: a run is past the budget reservation,
+where nothing may raise.
 """
 
+import contextvars
 import dataclasses
 import math
 import numbers
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +47,8 @@ from .._validation import Interval, Options, Predicate, check_values
 
 __all__ = ["Capabilities", "ProblemSpec", "SolverBudget", "SolverOptions", "SolverResult", "Solver",
            "ScheduledSolver", "register_solver", "get_solver", "solver_names", "POSITIVE", "POSITIVE_INT",
-           "FRACTION", "SCHEDULE", "POSITIVE_TUPLE", "PUBLIC_CLIP", "MAX_PUBLIC_CLIP", "optional"]
+           "FRACTION", "SCHEDULE", "POSITIVE_TUPLE", "PUBLIC_CLIP", "MAX_PUBLIC_CLIP", "optional", "report_progress",
+           "progress_hook"]
 
 # Constraints shared by the solvers' parameter tables (see Solver._parameter_constraints).
 POSITIVE = Interval(numbers.Real, 0, math.inf, closed="neither")  # finite and > 0
@@ -343,6 +355,64 @@ class ScheduledSolver(Solver):
         if self.schedule == "theory":
             return self._run_theory(problem, budget.mu, rng)
         return self._run_practical(problem, budget, rng)
+
+
+_PROGRESS = contextvars.ContextVar("skdp_solver_progress", default=None)
+
+
+@contextmanager
+def progress_hook(callback):
+    """Send the progress of the solver runs in this context to ``callback``.
+
+    Parameters
+    ----------
+    callback : callable or None
+        ``callback(iteration, n_iterations, step_size, **counts)``; None turns
+        reporting off in the context. The innermost hook wins; the context is
+        per thread and asyncio task, so concurrent fits do not see each other's.
+
+    Examples
+    --------
+    >>> from skdp.solvers import progress_hook, report_progress
+    >>> seen = []
+    >>> with progress_hook(lambda i, n, step, **counts: seen.append((i, n, step))):
+    ...     report_progress(1, 10, 0.5)
+    >>> seen
+    [(1, 10, 0.5)]
+    """
+    token = _PROGRESS.set(callback)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
+def report_progress(iteration, n_iterations, step_size=None, **counts):
+    """Report one iteration of a solver's run loop to the active :func:`progress_hook`, if any.
+
+    Parameters
+    ----------
+    iteration : int
+        Iterations done (1 after the first).
+    n_iterations : int or None
+        The planned number of iterations of the loop (public), None when the
+        loop's length is decided as it goes (by public rules).
+    step_size : float or None
+        The step of this iteration: public, or post-processing of released values.
+    **counts
+        Further public counts (for example function evaluations).
+
+    Only public or released numbers may be passed: the hook prints them. A hook
+    that raises is ignored (the run is after the budget reservation).
+    """
+    callback = _PROGRESS.get()
+    if callback is None:
+        return
+    try:
+        callback(int(iteration), None if n_iterations is None else int(n_iterations),
+                 None if step_size is None else float(step_size), **counts)
+    except Exception:  # noqa: BLE001 - printing must never turn into an exception after the reservation
+        pass
 
 
 _REGISTRY = {}

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..accounting import GaussianRelease, Repeated
 from ..mechanisms import clip_factors, gaussian_mechanism
+from ._contract import report_progress
 
 __all__ = ["noise_std", "step_noise_std", "noisy_clipped_gradient", "noisy_clipped_descent",
            "clipped_gaussian_mean"]
@@ -111,6 +112,7 @@ def noisy_clipped_descent(problem, w0, *, clip, std, steps, rng, rows=None, anch
         if weights is not None and weights[t + 1]:
             total = total + weights[t + 1] * w
             weight += float(weights[t + 1])
+        report_progress(t + 1, len(steps), eta)
     n_steps = len(steps)
     m = problem.n_samples if rows is None else len(rows)
     event = Repeated(GaussianRelease(2.0 * clip / m, std), n_steps)

@@ -2,7 +2,6 @@
 
 import math
 import numbers
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -157,7 +156,13 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     random_state : None, int, Generator or RandomState, default=None
         None draws noise and directions from operating-system entropy.
     verbose : int, default=0
-        Progress lines (step, elapsed time, function evaluations) for long fits.
+        0 prints nothing. 1 prints one line per stage of the fit with its
+        wall-clock time: the budget plan (solver, scaling mode, number of
+        private quantiles and the share of the budget of every part), the
+        released scales, the solver's schedule, the post-fit releases (the fit check)
+        and the spend. 2 adds the solver's progress about every tenth of its
+        iterations (iteration, elapsed time, step size, function evaluations). Only public
+        inputs and released values are printed (see :doc:`/verbose`).
 
     Attributes
     ----------
@@ -443,22 +448,7 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         self._lipschitz = lipschitz
         init = None if self.init is None else np.asarray(self.init, dtype=float).reshape(-1)
         return ZOProblem(rows, scaling.transform_target(y), self._model_object(d), loss, lipschitz, init,
-                         row_bound=float(scaling.row_bound), progress=self._progress_printer())
-
-    def _progress_printer(self):
-        if not self.verbose:
-            return None
-        start = time.perf_counter()
-        every = [0]
-
-        def report(step, n_steps, evaluations):
-            # Public counts only: the step, the schedule's length, the number of evaluations.
-            if step >= every[0] or step == n_steps:
-                self._log(f"step {step}/{n_steps}, {time.perf_counter() - start:.1f} s, "
-                          f"{evaluations:.3g} function evaluations")
-                every[0] = step + max(1, n_steps // 10)
-
-        return report
+                         row_bound=float(scaling.row_bound))
 
     # -- the released model ----------------------------------------------------------------------------
     def _unscale(self, scaling, coef):

@@ -228,9 +228,10 @@ def test_public_schedule_and_attributes():
 
 def test_verbose_prints_only_public_counts(capsys):
     X, y, _ = _data(n=500)
-    _fit(X=X, y=y, epsilon=1.0, verbose=1, max_iter=10)
-    lines = [line for line in capsys.readouterr().out.splitlines() if " step " in line]
-    assert lines and lines[-1].startswith("[DPZerothOrderRegressor] step 10/10, ")
+    # Solver progress is the verbose=2 level of the shared printer (skdp/linear_model/_verbose.py).
+    _fit(X=X, y=y, epsilon=1.0, verbose=2, max_iter=10)
+    lines = [line for line in capsys.readouterr().out.splitlines() if " iteration " in line]
+    assert lines and lines[-1].startswith("[DPZerothOrderRegressor] solver naive: iteration 10/10, ")
     assert lines[-1].endswith(f"{10 * 2 * 4 * 500:.3g} function evaluations")
 
 

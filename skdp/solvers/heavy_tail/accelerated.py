@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._contract import register_solver
+from .._contract import register_solver, report_progress
 from ..descent import noise_std
 from ..geometry import project_ball
 from ..schedules import clamp_steps
@@ -90,6 +90,7 @@ def ac_sa(oracle, w0, n_steps, eta, project):
         g = oracle(w_md, t - 1)
         w = project(w - (t / (2.0 * eta)) * g)
         w_ag = alpha * w + (1.0 - alpha) * w_ag
+        report_progress(t, n_steps, t / (2.0 * eta))
     return w_ag
 
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._contract import register_solver
+from .._contract import register_solver, report_progress
 from ..geometry import project_ball
 from ..schedules import clamp_steps, stich_schedule
 from ._one_pass import OnePassSolver, step_constants
@@ -82,6 +82,7 @@ def averaged_sgd(oracle, w0, steps, weights, project):
         if zeta > 0:
             total += zeta * w
             weight += zeta
+        report_progress(t + 1, len(steps), eta)
     return total / weight
 
 

@@ -64,6 +64,7 @@ from .._contract import (
     SolverResult,
     optional,
     register_solver,
+    report_progress,
 )
 from ..clip_threshold import private_clip, public_derivative_bound
 from ..descent import noisy_clipped_gradient
@@ -322,6 +323,7 @@ class ClippedGD(Solver):
         noise_floor = 0.0
         sigma = 0.0
         last_etas = []
+        done = 0  # steps of all stages (progress)
         for s, steps in enumerate(stages):
             if s == 1 and self._tunes_huber(loss):
                 r = np.abs(problem.X @ w - problem.y)
@@ -379,6 +381,8 @@ class ClippedGD(Solver):
                 if in_window:
                     avg += w
                     count += 1
+                done += 1
+                report_progress(done, T, eta)
         coef = avg / count if (self.averaging and count) else w
         if l1 and self.averaging and count:
             # Averaging proximal iterates blurs exact zeros. The minimiser is the fixed

@@ -114,6 +114,7 @@ from .._contract import (
     SolverResult,
     optional,
     register_solver,
+    report_progress,
 )
 from ..clip_threshold import private_clip
 from ..descent import noise_std
@@ -329,6 +330,7 @@ class OnePassGLM(ScheduledSolver):
             phases.append(event)
             clips.append(C)
             steps.append(eta_i)
+            report_progress(len(phases), len(sizes), eta_i)
         coef = project_ball(x, problem.radius)
         # The phases' quantiles (one per disjoint block, same epsilon) count once: see the module docstring.
         events = ([] if quantile_event is None else [quantile_event]) + [Parallel(phases)]
@@ -359,6 +361,7 @@ class OnePassGLM(ScheduledSolver):
             sensitivity = 2.0 * eta_i * C_i
             x, ev = gaussian_mechanism(average, sensitivity, sensitivity / mu, random_state=rng)
             phases.append(ev)
+            report_progress(i, len(sizes), eta_i)
         coef = project_ball(x, problem.radius)
         schedule = {"algorithm": self.name, "n_steps": n, "phases": len(sizes), "phase_sizes": sizes,
                     "step_size": eta, "clip_threshold": C, "grad_evals": n}

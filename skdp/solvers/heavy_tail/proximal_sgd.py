@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._contract import Capabilities, register_solver
+from .._contract import Capabilities, register_solver, report_progress
 from ..schedules import clamp_steps, stich_schedule
 from ._one_pass import OnePassSolver, step_constants
 
@@ -64,6 +64,7 @@ def proximal_sgd(oracle, w0, steps, prox):
     w = np.array(w0, dtype=float)
     for t, eta in enumerate(steps):
         w = prox(w - eta * oracle(w, t), eta)
+        report_progress(t + 1, len(steps), eta)
     return w
 
 

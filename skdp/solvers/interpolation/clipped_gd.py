@@ -56,6 +56,7 @@ from .._contract import (
     Solver,
     SolverResult,
     register_solver,
+    report_progress,
 )
 from ..schedules import decaying_steps
 from ._centring import centred_problem, release_row_mean, uncentred_coef
@@ -209,6 +210,7 @@ class ClippedGD(Solver):
             if t >= T // 2:
                 avg += W
                 count += 1
+            report_progress(t + 1, T, eta)
         coef = avg / max(count, 1)
         if mean is not None:
             coef = uncentred_coef(coef, mean, problem)

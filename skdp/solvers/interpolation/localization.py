@@ -76,7 +76,7 @@ import numpy as np
 from ..._validation import Interval
 from ...accounting import Parallel
 from ...mechanisms import certified_minimize, guaranteed_steps
-from .._contract import POSITIVE_INT, SCHEDULE, Capabilities, Solver, SolverResult, register_solver
+from .._contract import POSITIVE_INT, SCHEDULE, Capabilities, Solver, SolverResult, register_solver, report_progress
 from ..arithmetic import total_ratio
 from ..geometry import project_balls
 from ..schedules import permuted_blocks
@@ -153,6 +153,7 @@ class _Run:
         self.releases += 1
         self.skipped += sensitivity == 0.0
         self.log.append({"rows": len(rows), "lipschitz": L, "eta": eta, "sensitivity": sensitivity})
+        report_progress(self.releases, None, eta)  # eta: public rule on public values and earlier releases
         return noisy
 
     def capped_eta(self, b, eta):

@@ -270,7 +270,7 @@ class Naive(ZerothOrderSolver):
                 average += theta
                 count += 1
             done[0] += 1
-            problem.report(done[0], done[1])
+            problem.report(done[0], done[1], etas[t])
         return average / max(count, 1)
 
     def _run_theory(self, spec, problem, budget, rng):

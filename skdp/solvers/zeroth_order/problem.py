@@ -50,6 +50,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .._contract import report_progress
+
 __all__ = ["ZOProblem", "CHUNK_ELEMENTS"]
 
 # Rows per chunk are CHUNK_ELEMENTS // k (k parameter vectors per row): about 32 MB per
@@ -80,9 +82,6 @@ class ZOProblem:
         independently of the data).
     row_bound : float
         Public or released bound on the row norms.
-    progress : callable or None
-        ``progress(step, n_steps, n_evaluations)``, called by the solvers with
-        public counts only (verbose output).
     """
 
     X: np.ndarray
@@ -92,7 +91,6 @@ class ZOProblem:
     lipschitz: float
     init: np.ndarray
     row_bound: float = math.inf
-    progress: object = field(default=None, repr=False)
     n_evaluations: list = field(default_factory=lambda: [0], repr=False)
 
     def __post_init__(self):
@@ -123,10 +121,9 @@ class ZOProblem:
         initial = getattr(self.model, "initial", None)
         return np.zeros(self.n_params) if initial is None else np.asarray(initial(rng), dtype=float)
 
-    def report(self, step, n_steps):
-        """Tell the progress callback how far the run is (public counts only)."""
-        if self.progress is not None:
-            self.progress(step, n_steps, self.n_evaluations[0])
+    def report(self, step, n_steps, step_size=None):
+        """Report the run's progress to the solver contract's hook (public counts and released steps only)."""
+        report_progress(step, n_steps, step_size, function_evaluations=self.n_evaluations[0])
 
     def subset(self, rows):
         """The same problem on a subset of rows (sharing the evaluation counter)."""
