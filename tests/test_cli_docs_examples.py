@@ -90,10 +90,48 @@ def test_readme_examples_run_and_say_what_they_print():
     assert namespace["budget"].spent.epsilon <= 1.0
 
 
+def _readme_blocks():
+    return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+
+
+def test_readme_has_an_example_per_estimator_and_stays_short():
+    import skdp
+
+    readme = (ROOT / "README.md").read_text()
+    code = "\n".join(_readme_blocks())
+    estimators = [name for name in skdp.__all__ if name.startswith("DP")]
+    assert estimators and all(f"{name}(" in code for name in estimators), "an estimator has no README example"
+    assert "classes=" in code and "predict_proba" in code
+    assert len(readme.splitlines()) <= 150
+
+
+@pytest.mark.parametrize("index", [1, 2])
+def test_readme_examples_are_fast_and_right(index, capsys):
+    import time
+
+    code = _readme_blocks()[index]
+    namespace = {}
+    start = time.process_time()
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102
+    assert time.process_time() - start < 5.0  # CPU seconds: the README's examples are quick to try
+    assert capsys.readouterr().out
+    if "DPInterpolatingClassifier" in code:
+        clf, X = namespace["clf"], namespace["X"]
+        proba = clf.predict_proba(X[:3])
+        assert proba.shape == (3, 2) and abs(proba.sum(axis=1) - 1).max() < 1e-9
+        assert 0.65 < namespace["budget"].spent.epsilon < 0.75  # the comment: about 0.7 for two fits of 0.5
+    if "DPZerothOrderRegressor" in code:
+        tukey = namespace["tukey"]
+        assert abs(tukey.coef_ - [1.0, -2.0, 0.5]).max() < 0.1 and abs(tukey.intercept_) < 0.15
+
+
 def test_readme_names_the_two_setup_commands_and_ci_runs_them():
     readme = (ROOT / "README.md").read_text()
     assert 'pip install . && python -m skdp demo' in readme
     assert 'pip install -e ".[test]" && pytest' in readme
+    # Separate environments: the demo's install must not be the test suite's.
+    assert ". .venv-demo/bin/activate && pip install . && python -m skdp demo" in readme
+    assert '. .venv/bin/activate && pip install -e ".[test]" && pytest' in readme
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'pip install -e ".[test]"' in ci and "\npytest" in ci
 
