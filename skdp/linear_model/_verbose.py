@@ -21,6 +21,7 @@ Printing happens after the budget is reserved, where nothing may raise: a
 failing ``print`` (a closed stream, say) is ignored.
 """
 
+import functools
 import math
 import time
 
@@ -32,6 +33,19 @@ __all__ = ["FitReporter", "released", "public", "budget_shares"]
 PROGRESS_LINES = 10
 # Scalar schedule entries shown on the solver line (the rest stay in schedule_).
 MAX_SCHEDULE_ITEMS = 8
+
+
+def _never_raises(method):
+    """Stage printers run after the budget is reserved: a failure in one prints nothing instead of raising."""
+
+    @functools.wraps(method)
+    def safe(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - an exception after the reservation would be a release
+            return None
+
+    return safe
 
 
 def released(value):
@@ -128,6 +142,7 @@ class FitReporter:
         return time.perf_counter() - self._start
 
     # -- the stages -------------------------------------------------------------------------------
+    @_never_raises
     def plan(self, plan, n, d, delta, auto_delta, epsilon):
         if self.level < 1:
             return
@@ -152,6 +167,7 @@ class FitReporter:
             text += f"; solver mu {plan.budget.mu:.3g}"
         self.stage(text)
 
+    @_never_raises
     def scales(self, scaling, scale_target):
         if self.level < 1:
             return
@@ -164,6 +180,7 @@ class FitReporter:
             text += f", typical row norm {released(scaling.typical_row_norm)}"
         self.stage(text)
 
+    @_never_raises
     def solver(self, name, schedule):
         if self.level < 1:
             return
@@ -183,6 +200,7 @@ class FitReporter:
             text += "; " + ", ".join(items)
         self.stage(text)
 
+    @_never_raises
     def post_fit(self, plan, post):
         if self.level < 1 or not plan.post_budgets:
             return
@@ -199,11 +217,6 @@ class FitReporter:
                      f"{released(info['noise_std'])}, "
                      + ("constant returned" if check.fallback else "doubtful" if check.doubtful else "model kept"))
         self.stage(text)
-
-    def spent(self, spent):
-        if self.level >= 1:
-            self.emit(f"spent epsilon={spent.epsilon:.4g} at delta={spent.delta:.3g} "
-                      f"(fit {self.elapsed():.2f} s)")
 
     # -- solver progress (verbose >= 2) ----------------------------------------------------------------
     def progress_callback(self, solver_name):

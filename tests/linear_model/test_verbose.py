@@ -172,6 +172,14 @@ def test_printing_never_raises_after_the_reservation(kind, monkeypatch):
     assert len(accountant.events) == 1 and est.privacy_spent_.epsilon > 0
 
 
+def test_a_failing_stage_printer_prints_nothing_and_does_not_raise(capsys):
+    reporter = FitReporter(DPHeavyTailRegressor(verbose=2))
+    reporter.scales(None, True)  # an object without the attributes: the stage line is skipped
+    reporter.solver("clipped_gd", None)
+    reporter.post_fit(None, None)
+    assert capsys.readouterr().out == ""
+
+
 def test_progress_hook_is_scoped_and_a_failing_hook_is_ignored():
     seen = []
     report_progress(1, 2, 0.1)  # no hook: nothing happens
