@@ -247,3 +247,24 @@ def test_shared_accountant_in_pipeline_grid_search_and_cross_validation():
     # 3 folds, then 2 settings x 2 folds and the refit: 8 fits of epsilon 0.5 composed on one ledger.
     assert len(accountant.events) == 8
     assert 0.5 < accountant.spent.epsilon <= 8 * 0.5
+
+
+def test_residual_scale_survives_a_model_that_raises_on_a_real_row():
+    """The residual-scale release (loss constant "auto") predicts through the oracles' rules: a user's
+    model that raises on one real row (outside the public synthetic rows' range) must not make the fit
+    raise after the budget is reserved."""
+    X, y, _ = _data(n=600, noise="normal")
+    X = X.copy()
+    X[-1, 0] = 1e4  # far outside the synthetic rows of the row-wise check
+
+    def model(P, Z):
+        if np.any(np.abs(Z) > 100.0):
+            raise ValueError("feature outside the model's domain")
+        return _linear_callable(P, Z)
+
+    for loss in ("huber", "tukey"):
+        accountant = BudgetAccountant()
+        fitted = DPZerothOrderRegressor(model=model, n_params=4, loss=loss, max_iter=10, epsilon=1.0,
+                                        accountant=accountant, random_state=0).fit(X, y)
+        assert accountant.spent.epsilon == pytest.approx(1.0, rel=1e-6)
+        assert np.isfinite(fitted.schedule_["residual_scale"])
