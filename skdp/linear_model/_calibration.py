@@ -79,7 +79,7 @@ import numpy as np
 from scipy import special, stats
 
 from ..accounting import ApproxDPRelease, GaussianRelease, Sequential
-from ..mechanisms import gaussian_mechanism, laplace_mechanism, private_quantile
+from ..mechanisms import budgeted_release, private_quantile
 
 __all__ = ["Calibration", "private_class_counts", "prior_from_counts", "prior_share", "private_calibration",
            "SCORE_CLIP",
@@ -121,16 +121,8 @@ def _exact_event(budget):
 
 
 def _release(value, sensitivity_l2, sensitivity_l1, budget, rng):
-    """``value`` plus Gaussian (L2 sensitivity) or Laplace-type (L1, or l2-Laplace for vectors) noise."""
-    kind, level = budget
-    value = np.asarray(value, dtype=float)
-    if kind == "gaussian":
-        std = 0.0 if math.isinf(level) else sensitivity_l2 / level
-        return gaussian_mechanism(value, sensitivity_l2, std, random_state=rng)
-    scale = 0.0 if math.isinf(level) else sensitivity_l1 / level
-    if value.ndim == 0:
-        return laplace_mechanism(float(value), sensitivity_l1, scale, random_state=rng)
-    return laplace_mechanism(value, sensitivity_l1, scale, random_state=rng)
+    """``value`` plus Gaussian (L2 sensitivity) or Laplace (L1 sensitivity, per coordinate) noise."""
+    return budgeted_release(value, budget, sensitivity_l2, l1_sensitivity=sensitivity_l1, random_state=rng)
 
 
 def private_class_counts(labels, n_classes, budget, rng, weights=None):

@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..accounting import GaussianRelease
-from ..mechanisms import gaussian_mechanism, laplace_mechanism
+from ..mechanisms import budgeted_release, gaussian_mechanism
 
 __all__ = ["CHECK_SHARE", "FitCheck", "fit_check_event", "private_fit_check", "private_classification_check",
            "classification_check_share", "CLASSIFICATION_KEEP_SIGMAS"]
@@ -276,11 +276,8 @@ def private_classification_check(proba, labels, prior, budget, random_state=None
     value = float(np.mean(weights * (proba[rows, labels] - np.asarray(prior, dtype=float)[labels])))
     sensitivity = 2.0 * float(max_weight) / n
     kind, level = budget
-    if kind == "gaussian":
-        noise_std = 0.0 if math.isinf(level) else sensitivity / level
-        released, event = gaussian_mechanism(value, sensitivity, noise_std, random_state=random_state)
-    else:
-        scale = 0.0 if math.isinf(level) else sensitivity / level
-        released, event = laplace_mechanism(value, sensitivity, scale, random_state=random_state)
-        noise_std = math.sqrt(2.0) * scale
+    released, event = budgeted_release(value, budget, sensitivity, l1_sensitivity=sensitivity,
+                                       random_state=random_state)
+    # Standard deviation of the noise: sensitivity / mu, or a Laplace scale times sqrt(2).
+    noise_std = 0.0 if math.isinf(level) else sensitivity / level * (1.0 if kind == "gaussian" else math.sqrt(2.0))
     return FitCheck(float(released), noise_std, event, classification=True)

@@ -20,6 +20,7 @@ from .noise import (
     bounded_laplace_event,
     bounded_laplace_mechanism,
     bounded_laplace_noise,
+    budgeted_release,
     gaussian_mechanism,
     l2_laplace_mechanism,
     laplace_mechanism,
@@ -42,6 +43,7 @@ from .spectral import MAX_GRAM_SIZE, private_top_eigenvalue, top_eigenvalue
 from .tree import TreeAggregator, tree_depth, tree_nodes
 
 __all__ = [
+    "budgeted_release",
     "check_generator",
     "gaussian_mechanism",
     "NON_PRIVATE_RELEASE",

@@ -20,6 +20,7 @@ __all__ = [
     "bounded_laplace_noise",
     "bounded_laplace_mechanism",
     "bounded_laplace_event",
+    "budgeted_release",
 ]
 
 
@@ -246,3 +247,53 @@ def bounded_laplace_mechanism(value, sensitivity, scale, bound, random_state=Non
     noisy = arr + noise
     event = bounded_laplace_event(sensitivity, scale, bound, n_draws=max(1, arr.size))
     return (float(noisy) if noisy.ndim == 0 else noisy), event
+
+
+def budgeted_release(value, budget, sensitivity, *, l1_sensitivity=None, random_state=None):
+    """``value`` plus the noise of a ``("gaussian", mu)`` or ``("pure", epsilon)`` budget share.
+
+    The budget shares of the estimators' small releases (class counts,
+    calibration, fit checks, the classification solvers' vectors) come as a
+    kind and a level; this is the one place that maps them to a mechanism.
+    ``level = inf`` releases the value exactly (epsilon = inf).
+
+    Parameters
+    ----------
+    value : float or array-like
+    budget : tuple
+        ``("gaussian", mu)``: Gaussian noise of standard deviation
+        ``sensitivity / mu`` (a mu-GDP release). ``("pure", epsilon)``: Laplace
+        noise of scale ``l1_sensitivity / epsilon`` on every coordinate when
+        ``l1_sensitivity`` is given, else l2-Laplace noise of scale
+        ``sensitivity / epsilon`` (an epsilon-DP release either way).
+    sensitivity : float >= 0
+        Replace-one L2 sensitivity of ``value``.
+    l1_sensitivity : float >= 0, optional
+        Replace-one L1 sensitivity of ``value`` (for per-coordinate Laplace noise).
+    random_state : None, int or Generator
+
+    Returns
+    -------
+    noisy : float or ndarray
+    event : PrivacyEvent
+
+    Examples
+    --------
+    >>> from skdp.mechanisms import budgeted_release
+    >>> noisy, event = budgeted_release([3.0, 5.0], ("pure", 1.0), 2 ** 0.5, l1_sensitivity=2.0,
+    ...                                 random_state=0)
+    >>> event.epsilon(0.0)
+    1.0
+    >>> budgeted_release(4.0, ("gaussian", float("inf")), 1.0)[0]
+    4.0
+    """
+    kind, level = budget
+    exact = math.isinf(level)
+    if kind == "gaussian":
+        return gaussian_mechanism(value, sensitivity, 0.0 if exact else sensitivity / level,
+                                  random_state=random_state)
+    if l1_sensitivity is not None:
+        return laplace_mechanism(value, l1_sensitivity, 0.0 if exact else l1_sensitivity / level,
+                                 random_state=random_state)
+    return l2_laplace_mechanism(value, sensitivity, 0.0 if exact else sensitivity / level,
+                                random_state=random_state)

@@ -13,6 +13,7 @@ from ..losses import AbsoluteLoss, CauchyLoss, HuberLoss, QuantileLoss, TukeyLos
 from ..linear_model._pipeline import PrivateLinearModel
 from ..linear_model._standardise import COEF_RADIUS, MODES
 from ..solvers import ProblemSpec, Solver, solver_names
+from ..solvers._contract import MAX_PUBLIC_CLIP, MIN_PUBLIC_CLIP
 from ..solvers.clip_threshold import derivative_cap
 from ..solvers.zeroth_order import DIRECTION_MODES, ZOProblem
 from ._callables import check_rowwise
@@ -55,8 +56,9 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     used, so non-differentiable losses (absolute, pinball), non-convex robust
     losses (Tukey, Cauchy), a one-hidden-layer network and a user's own model
     and loss given as Python functions are all fitted the same way, and the
-    guarantee holds for any of them, discontinuous or misbehaving ones
-    included: a wrong Lipschitz bound costs accuracy, never privacy.
+    guarantee holds for any of them that computes each row's value from that
+    row alone (discontinuous, huge, NaN or raising values included): a wrong
+    Lipschitz bound costs accuracy, never privacy.
 
     X and y are standardised privately first, exactly as for
     :class:`~skdp.DPHeavyTailRegressor` (the shared private standardisation:
@@ -111,7 +113,9 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         are clipped to it. None: for the linear model the loss's bound in the
         prediction (1 for absolute, ``max(q, 1 - q)`` for pinball, the
         constant's bound for huber, tukey, cauchy; 1 for a callable loss) times
-        the released row bound (exact: the clip never binds); for the MLP that
+        the released row bound, capped at a public multiple of the released
+        median row norm (longer rows are clipped, as in DP gradient descent;
+        see the docs page); for the MLP that
         bound times ``sqrt(2 + hidden_units + row_bound^2)`` (the size of the
         network's gradient at initialisation); for a callable model, as for
         the linear one.
@@ -208,10 +212,12 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     (the scales, the row bound, the residual scale, every gradient estimate,
     the fit check); the Lipschitz bound, the steps and the directions are
     public or drawn independently of the data. User callables must compute
-    each row from that row alone; they are checked for it on synthetic rows,
-    and any values they return are clipped, so huge, discontinuous, NaN or
-    raising callables cannot make a fit raise or leak after the budget is
-    reserved. Wall-clock time is not protected (nor is it for any fit).
+    each row from that row alone: they are screened for it on public
+    synthetic rows before anything is spent (a screen, not a proof: the
+    guarantee for user functions assumes it), and any values they return are
+    clipped, so huge, discontinuous, NaN or raising callables cannot make a
+    fit raise after the budget is reserved. Wall-clock time is not protected
+    (nor is it for any fit).
 
     Examples
     --------
@@ -235,12 +241,13 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         **DPEstimatorMixin._privacy_parameter_constraints,
         "loss": [Options(set(_LOSSES)), "callable"],
         "quantile": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "loss_constant": [Interval(numbers.Real, 0, None, closed="neither"), Options({"auto"})],
+        "loss_constant": [Interval(numbers.Real, MIN_PUBLIC_CLIP, MAX_PUBLIC_CLIP, closed="both"),
+                          Options({"auto"})],
         "model": [Options({"linear", "mlp"}), "callable"],
         "hidden_units": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_params": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "init": ["array-like", None],
-        "lipschitz": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "lipschitz": [Interval(numbers.Real, MIN_PUBLIC_CLIP, MAX_PUBLIC_CLIP, closed="both"), None],
         "fit_intercept": ["boolean"],
         "algorithm": [Options({"auto", *solver_names("zeroth_order")}), Solver],
         "schedule": [Options({"practical", "theory"})],
@@ -415,7 +422,8 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
             # A degenerate released scale (0 or inf) must not make the loss refuse after the
             # reservation: the standard constant in target-scale units is used instead (public rule).
             constant = given if math.isfinite(given) and given > 0 else constant
-        return _LOSS_CLASSES[self.loss](constant)
+        # Within the public range, so that the derived Lipschitz bound and noise stay finite (public rule).
+        return _LOSS_CLASSES[self.loss](min(max(constant, MIN_PUBLIC_CLIP), MAX_PUBLIC_CLIP))
 
     def _problem_spec(self, solver, n, d, mode):
         return ProblemSpec(n_samples=n, n_coef=self._n_params(d), loss=self._spec_loss(),
@@ -445,6 +453,9 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         if not math.isfinite(lipschitz) or lipschitz <= 0:
             # A degenerate released bound (all rows 0): any positive public number keeps the clip finite.
             lipschitz = 1.0
+        # A bound from extreme released scales stays within the public range, so that the clip, the
+        # sensitivity and the noise are finite numbers whatever the data (the release stays exact).
+        lipschitz = min(max(lipschitz, MIN_PUBLIC_CLIP), MAX_PUBLIC_CLIP)
         self._lipschitz = lipschitz
         init = None if self.init is None else np.asarray(self.init, dtype=float).reshape(-1)
         return ZOProblem(rows, scaling.transform_target(y), self._model_object(d), loss, lipschitz, init,

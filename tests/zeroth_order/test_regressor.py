@@ -135,12 +135,23 @@ def test_misbehaving_callable_loss():
     assert np.all(np.isfinite(model.coef_))
 
 
-@pytest.mark.parametrize("kind", ["model", "loss"])
+def _imputing_model(P, Z):
+    """Predictions of rows outside the model's domain imputed by the chunk's mean: row-wise on ordinary rows
+    only (one out-of-range row's value moves with every other row)."""
+    pred = _linear_callable(P, Z)
+    outside = np.abs(Z[:, 0]) > 50.0
+    pred[outside] = pred[~outside].mean(axis=0) if (~outside).any() else 0.0
+    return pred
+
+
+@pytest.mark.parametrize("kind", ["model", "loss", "imputing_model"])
 def test_callables_that_read_other_rows_are_refused_before_any_spend(kind):
     X, y, _ = _data(n=500, noise="normal")
     accountant = BudgetAccountant()
     if kind == "model":
         params = dict(model=lambda P, Z: _linear_callable(P, Z) - _linear_callable(P, Z).mean(axis=0), n_params=4)
+    elif kind == "imputing_model":
+        params = dict(model=_imputing_model, n_params=4)
     else:
         params = dict(loss=lambda p, t: np.abs(p - t) / np.mean(np.abs(p - t) + 1.0))
     with pytest.raises(ValueError, match="from that row alone"):
@@ -205,6 +216,8 @@ def test_scalar_adapters():
     (dict(loss="squared"), "loss"),
     (dict(directions="sphere"), "directions"),
     (dict(lipschitz=float("inf")), "lipschitz"),
+    (dict(lipschitz=1e308), "lipschitz"),  # finite, but its sensitivity and noise would overflow
+    (dict(loss="huber", loss_constant=1e307), "loss_constant"),
 ])
 def test_bad_parameters_refuse_before_any_spend(params, match):
     X, y, _ = _data(n=200)
@@ -248,3 +261,43 @@ def test_shared_accountant_in_pipeline_grid_search_and_cross_validation():
     # 3 folds, then 2 settings x 2 folds and the refit: 8 fits of epsilon 0.5 composed on one ledger.
     assert len(accountant.events) == 8
     assert 0.5 < accountant.spent.epsilon <= 8 * 0.5
+
+
+def test_residual_scale_survives_a_model_that_raises_on_a_real_row():
+    """The residual-scale release (loss constant "auto") predicts through the oracles' rules: a user's
+    model that raises on one real row (outside the public synthetic rows' range) must not make the fit
+    raise after the budget is reserved."""
+    X, y, _ = _data(n=600, noise="normal")
+    X = X.copy()
+    X[-1, 0] = 1e4  # far outside the synthetic rows of the row-wise check
+
+    def model(P, Z):
+        if np.any(np.abs(Z) > 100.0):
+            raise ValueError("feature outside the model's domain")
+        return _linear_callable(P, Z)
+
+    for loss in ("huber", "tukey"):
+        accountant = BudgetAccountant()
+        fitted = DPZerothOrderRegressor(model=model, n_params=4, loss=loss, max_iter=10, epsilon=1.0,
+                                        accountant=accountant, random_state=0).fit(X, y)
+        assert accountant.spent.epsilon == pytest.approx(1.0, rel=1e-6)
+        assert np.isfinite(fitted.schedule_["residual_scale"])
+
+
+def test_a_one_step_robust_fit_spends_exactly_its_budget():
+    # One step leaves no warm-up, so the residual-scale quantile is not made and not planned.
+    X, y, _ = _data(n=600, noise="normal")
+    for max_iter in (1, 2):
+        accountant = BudgetAccountant()
+        _fit(X=X, y=y, loss="tukey", max_iter=max_iter, epsilon=1.0, accountant=accountant)
+        assert accountant.spent.epsilon == pytest.approx(1.0, rel=1e-6)
+
+
+def test_row_wise_random_directions_too_large_for_memory_are_refused_before_any_spend(monkeypatch):
+    from skdp.solvers.zeroth_order import naive
+    monkeypatch.setattr(naive, "MAX_IID_ELEMENTS", 1000)
+    X, y, _ = _data(n=200)
+    accountant = BudgetAccountant()
+    with pytest.raises(ValueError, match="directions='iid'"):
+        DPZerothOrderRegressor(directions="iid", accountant=accountant).fit(X, y)
+    assert accountant.spent.epsilon == 0.0

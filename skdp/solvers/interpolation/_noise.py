@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ...accounting import ApproxDPRelease, GaussianRelease
-from ...mechanisms import gaussian_mechanism, l2_laplace_mechanism, laplace_mechanism, top_eigenvalue
+from ...mechanisms import budgeted_release, gaussian_mechanism, laplace_mechanism, top_eigenvalue
 
 __all__ = ["release_vector", "release_curvature", "solver_event"]
 
@@ -16,13 +16,7 @@ def release_vector(value, sensitivity, budget, rng):
     ``budget`` is ``("gaussian", mu)`` or ``("pure", epsilon)``; ``inf`` releases the value
     exactly (epsilon = inf).
     """
-    kind, level = budget
-    value = np.asarray(value, dtype=float)
-    if kind == "gaussian":
-        std = 0.0 if math.isinf(level) else sensitivity / level
-        return gaussian_mechanism(value, sensitivity, std, random_state=rng)
-    scale = 0.0 if math.isinf(level) else sensitivity / level
-    return l2_laplace_mechanism(value, sensitivity, scale, random_state=rng)
+    return budgeted_release(np.asarray(value, dtype=float), budget, sensitivity, random_state=rng)
 
 
 def solver_event(budget):

@@ -87,6 +87,10 @@ def rescaled(loss, scale):
     return loss
 
 
+# Largest per-step array of row-wise random directions (float64: 2 GiB).
+MAX_IID_ELEMENTS = 2**28
+
+
 @register_solver
 @dataclass(frozen=True)
 class Naive(ZerothOrderSolver):
@@ -176,12 +180,25 @@ class Naive(ZerothOrderSolver):
             raise ValueError(f"n_steps must be at least 1; got {self.n_steps!r}.")
         if not 0.0 <= float(self.warm_fraction) < 1.0:
             raise ValueError(f"warm_fraction must lie in [0, 1); got {self.warm_fraction!r}.")
+        d = int(spec.n_coef)
+        if self.schedule == "practical" and self._mode() == "iid":
+            # Random directions are drawn per row: an (n, m, d) array every step. Refused here, before the
+            # reservation, when it would not fit in memory (a MemoryError after the charge is a crash).
+            elements = int(spec.n_samples) * self._n_directions(d) * d
+            if elements > MAX_IID_ELEMENTS:
+                raise ValueError(
+                    f"directions='iid' draws {elements:.3g} numbers per step at n_samples = {spec.n_samples} and "
+                    f"{d} parameters, more than {MAX_IID_ELEMENTS:.3g}: use directions='orth' or "
+                    "'coordinates' (one frame shared by all rows), or fewer n_directions. Nothing was spent.")
 
     def n_quantiles(self, spec):
         return int(self._rescales())
 
     def _rescales(self):
-        return bool(self.rescale_loss) and self.warm_loss is not None and self.schedule == "practical"
+        # The rescale runs after the warm-up: with no warm-up step (one step in all) it is not made, and
+        # the plan must not count its quantile (the spend would fall short of the target).
+        return (bool(self.rescale_loss) and self.warm_loss is not None and self.schedule == "practical"
+                and self._stage_steps()[0] > 0)
 
     def _steps(self):
         return _DEFAULT_STEPS if self.n_steps is None else int(self.n_steps)

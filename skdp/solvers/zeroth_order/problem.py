@@ -190,7 +190,7 @@ class ZOProblem:
             raise ValueError("wrong loss shape")
         return values
 
-    def _chunked(self, compute, offsets, per_row, k, rows, width=None, work=None):
+    def _chunked(self, compute, offsets, per_row, k, rows, width=None, work=None, count=True):
         """``compute(X, y, V)`` over public chunks of rows, a failing chunk again row by row (NaN rows)."""
         X = self.X if rows is None else self.X[rows]
         y = self.y if rows is None else self.y[rows]
@@ -200,7 +200,8 @@ class ZOProblem:
         if work is None:
             work = max(1, int(getattr(self.model, "work_per_prediction", 1)))
         chunk = max(1, CHUNK_ELEMENTS // (max(k, 1) * work))
-        self.n_evaluations[0] += n * k
+        if count:  # loss evaluations (n_function_evals_); predictions alone are not counted
+            self.n_evaluations[0] += n * k
         with np.errstate(all="ignore"):
             if n <= chunk:
                 return self._evaluate_chunk(compute, X, y, offsets, per_row, width)
@@ -230,10 +231,21 @@ class ZOProblem:
         return out
 
     def predict(self, theta, rows=None):
-        """Predictions at ``theta`` (non-finite values kept; for post-processing only)."""
-        X = self.X if rows is None else self.X[rows]
-        with np.errstate(all="ignore"):
-            return np.asarray(self.model.predict(theta, X), dtype=float)
+        """Predictions at ``theta`` (non-finite values kept), by the evaluation rules of the oracles.
+
+        Used for private releases (the residual scale), so it runs after the budget is
+        reserved: a chunk on which a user's model raises or returns the wrong shape is
+        predicted again row by row, and a row that fails alone gets NaN (never an exception).
+        """
+        model = self.model
+
+        def compute(X, y, V):
+            out = np.asarray(model.predict(theta, X), dtype=float).reshape(-1)
+            if out.shape != (X.shape[0],):
+                raise ValueError("wrong prediction shape")
+            return out[:, None]
+
+        return self._chunked(compute, np.zeros((1, self.n_params)), False, 1, rows, count=False)[:, 0]
 
     # -- the oracle sums: the solvers' only data queries ------------------------------------------
     def grad_sum(self, theta, draw, smoothing, rows=None):
