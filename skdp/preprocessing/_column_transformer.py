@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, MinMaxScaler, OneHotEncoder, StandardScaler
 
 from ..accounting import PrivacyLeakWarning
 from ._feature_bounds import FeatureBounds, _pair
@@ -159,7 +159,7 @@ def _transformed(transformer, sources, inputs, width, name):
     """Bounds of one transformer's output (width columns) from the bounds of its inputs (``sources``)."""
     lo = np.array([inputs.get(s, (np.nan, np.nan))[0] for s in sources])
     hi = np.array([inputs.get(s, (np.nan, np.nan))[1] for s in sources])
-    if isinstance(transformer, str) and transformer == "passthrough" or transformer is None:
+    if _identity(transformer):
         return lo, hi, [], {s for s in sources if s in inputs}
     if isinstance(transformer, ColumnTransformer):
         return _walk(transformer, sources, inputs)
@@ -178,7 +178,7 @@ def _pipeline(pipe, sources, inputs, width, name):
     lo = np.array([inputs.get(s, (np.nan, np.nan))[0] for s in sources])
     hi = np.array([inputs.get(s, (np.nan, np.nan))[1] for s in sources])
     for step_name, step in pipe.steps:
-        if step is None or (isinstance(step, str) and step == "passthrough"):
+        if _identity(step):
             continue
         if isinstance(step, (StandardScaler, MinMaxScaler)):
             lo, hi = _scaled(step, lo, hi, f"{name}/{step_name}")
@@ -189,6 +189,13 @@ def _pipeline(pipe, sources, inputs, width, name):
     if lo.shape[0] != width:
         return np.full(width, np.nan), np.full(width, np.nan), [], set()
     return lo, hi, [], {s for s in sources if s in inputs}
+
+
+def _identity(transformer):
+    """"passthrough" (a fitted ColumnTransformer holds it as a FunctionTransformer without a function)."""
+    if transformer is None or (isinstance(transformer, str) and transformer == "passthrough"):
+        return True
+    return isinstance(transformer, FunctionTransformer) and transformer.func is None
 
 
 def _scaled(scaler, lo, hi, name):
