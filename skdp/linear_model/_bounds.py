@@ -15,7 +15,8 @@ columns) into a :class:`DeclaredBounds`, and then
   release no quantile;
 * leaves the other declared columns (standalone ranges such as an age in
   [0, 120]) a cheap private centre and scale inside their bounds (two
-  quantiles, the coarse statistics, instead of the mode's four): a public
+  quantiles, the coarse statistics of the values minus the bounds' midpoint,
+  instead of the mode's four): a public
   range is often far wider than the spread of the data (an offset column
   declared [9900, 10100] with standard deviation 1), and a scale taken from
   the range alone left the table ``offsets`` at 0.36 of Ridge's R^2 against
@@ -96,7 +97,7 @@ class DeclaredBounds:
         return self.features is not None and bool(np.all(self.public))
 
     def centre_scale(self):
-        """Public centre and scale of every declared column (``nan`` for the others)."""
+        """Public centre and scale of every declared column (the centre is ``nan`` for the others)."""
         lo, hi = self.features.lower, self.features.upper
         centre = np.clip(0.0, lo, hi)
         scale = np.maximum(np.abs(lo - centre), np.abs(hi - centre))
