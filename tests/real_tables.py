@@ -40,6 +40,10 @@ ct_scale           a DataFrame through ColumnTransformer(StandardScaler, OneHotE
 ct_passthrough     the same with the numeric columns passed through unscaled
 =================  =========================================================================
 
+:func:`user_bounds` gives, for every table, the bounds a user would declare: the categories
+(one-hot blocks of ``(0, 1)`` columns) and round public ranges of the numeric columns
+(``USER_BOUNDS``), not the data's minima and maxima.
+
 Also: :func:`informative_heavy_tail` (the benchmark's second synthetic task: the
 heavy tails carry the signal), :func:`zero_inflated` (an open risk of the note, not
 in ``TABLES``), and :class:`ExactLeastSquares`, the least-squares reference on
@@ -53,7 +57,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-__all__ = ["TABLES", "N_TEST", "informative_heavy_tail", "zero_inflated", "ExactLeastSquares",
+__all__ = ["TABLES", "N_TEST", "USER_BOUNDS", "user_bounds", "informative_heavy_tail", "zero_inflated", "ExactLeastSquares",
            "exact_least_squares", "fit_predict", "holdout_mse", "holdout_r2"]
 
 N_TEST = 10_000
@@ -227,8 +231,10 @@ def sparse_onehot(n, seed):
     signal = sum(eff[codes[:, j]] for j, eff in enumerate(effects))
     e = _noise(signal, 0.85, rng)
     y = signal + e
-    X = OneHotEncoder(handle_unknown="ignore").fit(codes[:n]).transform(codes).tocsr()
-    return dict(X=X[:n], y=y[:n], X_test=X[n:], y_test=y[n:], wrap=None, bayes=float(np.mean(e[n:] ** 2)))
+    encoder = OneHotEncoder(handle_unknown="ignore").fit(codes[:n])
+    X = encoder.transform(codes).tocsr()
+    return dict(X=X[:n], y=y[:n], X_test=X[n:], y_test=y[n:], wrap=None, bayes=float(np.mean(e[n:] ** 2)),
+                block_sizes=[len(c) for c in encoder.categories_])
 
 
 _CT_NUMERIC = ["x1", "x2", "amount", "count", "age"]
@@ -391,3 +397,43 @@ def exact_least_squares(table):
     """Test MSE of exact least squares on standardised features (through the table's pipeline)."""
     return holdout_mse(table, fit_predict(table, ExactLeastSquares())[1])
 
+
+
+# -- the bounds a user would declare -----------------------------------------------------------
+_N01 = (-5.0, 5.0)  # a standardised measurement
+USER_BOUNDS = {
+    "rare_binary": [_N01] * 5 + [(0.0, 1.0)],
+    "counts": [(0.0, 20.0), (0.0, 10.0), (0.0, 100.0)] + [_N01] * 3,
+    "int_codes": [(0.0, 120.0), (1.0, 5.0), (0.0, 999.0), (1900.0, 2100.0)] + [_N01] * 2,
+    "lognormal": [(0.0, 1e5)] * 3 + [_N01] * 2,
+    "offsets": [(9900.0, 10100.0), (999_000.0, 1_001_000.0)] + [_N01] * 3,
+    "mixed_scales": [(-5.0 * s, 5.0 * s) for s in (1e-3, 1e-2, 1.0, 1e2, 1e3, 1e4)],
+    "constant": [_N01] * 5 + [(0.0, 10.0), (0.0, 1.0)],
+    "y_offset": [_N01] * 5,
+}
+# Numeric inputs of the ct_* tables, by column name (bounds_for_column_transformer maps them).
+CT_NUMERIC_BOUNDS = {"x1": _N01, "x2": _N01, "amount": (0.0, 1e5), "count": (0.0, 20.0), "age": (0.0, 120.0)}
+
+
+def user_bounds(name, table):
+    """The ``bounds=`` a user would declare for table ``name`` (its dict from ``TABLES[name]``).
+
+    The ``ct_*`` tables: a function ``fitted ColumnTransformer -> FeatureBounds`` (the encoder's
+    categories there are learned from the data, as the table's recipe does, so the helper warns).
+    """
+    from skdp.preprocessing import FeatureBounds, bounds_for_column_transformer
+
+    if name.startswith("onehot"):
+        levels = int(name[len("onehot"):])
+        return FeatureBounds([-5.0] * 5 + [0.0] * levels, [5.0] * 5 + [1.0] * levels,
+                             blocks=[range(5, 5 + levels)])
+    if name == "sparse_onehot":
+        sizes, blocks, start = table["block_sizes"], [], 0
+        for size in sizes:
+            blocks.append(range(start, start + size))
+            start += size
+        return FeatureBounds(np.zeros(start), np.ones(start), blocks=blocks)
+    if name.startswith("ct_"):
+        return lambda ct: bounds_for_column_transformer(ct, CT_NUMERIC_BOUNDS)
+    pairs = USER_BOUNDS[name]
+    return FeatureBounds([lo for lo, _ in pairs], [hi for _, hi in pairs])

@@ -25,7 +25,7 @@ def test_top_level_exports():
 
 def test_every_listed_name_exists():
     for module in (skdp, skdp.accounting, skdp.mechanisms, skdp.losses, skdp.linear_model, skdp.solvers,
-                   skdp.solvers.heavy_tail):
+                   skdp.solvers.heavy_tail, skdp.preprocessing):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
 

@@ -130,7 +130,7 @@ def quantile_epsilon(n_samples, n_quantiles, rho_total, scaling_share="auto",
 
 
 def choose_scaling(scaling, n_samples, n_features, fit_intercept, solver_quantiles, rho_total,
-                   scaling_share="auto", cap=MAX_SCALING_SHARE, modes=None, scale_target=True):
+                   scaling_share="auto", cap=MAX_SCALING_SHARE, modes=None, scale_target=True, declared=None):
     """The standardisation mode and the epsilon of every private quantile (public rule).
 
     With ``scaling="auto"`` the first of robust, pooled, target whose quantiles
@@ -141,7 +141,8 @@ def choose_scaling(scaling, n_samples, n_features, fit_intercept, solver_quantil
     """
     def eps_for(mode):
         need = 0.0 if mode == "none" else MIN_QUANTILE_EPS_TIMES_N
-        count = PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept, scale_target) + solver_quantiles
+        count = (PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept, scale_target, declared)
+                 + solver_quantiles)
         return quantile_epsilon(n_samples, count, rho_total, scaling_share, need, cap)
 
     if scaling != "auto":
@@ -168,11 +169,13 @@ def whitened_quantile_epsilon(n_samples, n_quantiles, rho_total):
                math.sqrt(8.0 * WHITENED_SHARE_CAP * rho_total / n_quantiles))
 
 
-def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quantiles, rho_total, scale_target=True):
+def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quantiles, rho_total, scale_target=True,
+                    declared=None):
     """The whitened mode the budget funds (``epsilon * n >= 100`` per quantile) and its epsilon, or None."""
     candidates = WHITENED_MODES if scaling == "auto" else (scaling,)
     for mode in candidates:
-        count = PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept, scale_target) + solver_quantiles
+        count = (PrivateStandardiser.n_quantiles(mode, n_features, fit_intercept, scale_target, declared)
+                 + solver_quantiles)
         eps_q = whitened_quantile_epsilon(n_samples, count, rho_total)
         if scaling != "auto" or eps_q * n_samples >= WHITENED_MIN_EPS_TIMES_N:
             return mode, eps_q
@@ -181,7 +184,7 @@ def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quanti
 
 def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
                 scaling_share="auto", schedule="practical", adapt_solver=True, stacklevel=3, scale_target=True,
-                post_fit=REGRESSION_POST_FIT, extra_quantiles=0):
+                post_fit=REGRESSION_POST_FIT, extra_quantiles=0, declared=None):
     """The :class:`BudgetPlan` of a fit, from public inputs only.
 
     The whitened modes (:mod:`~skdp.linear_model._standardise`) are used when
@@ -215,6 +218,11 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     extra_quantiles : int, default=0
         Private quantiles released after the solver, at the plan's quantile
         epsilon (the calibration's score scale).
+    declared : DeclaredBounds or None, default=None
+        Public bounds (:mod:`~skdp.linear_model._bounds`): declared columns and
+        a declared target release no quantile, so the plan counts fewer, and
+        what they would have cost goes to the Gaussian releases (the calibration
+        spends the whole target on what remains).
 
     Warns
     -----
@@ -229,17 +237,19 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     if modes is None and scaling_share == "auto" and (scaling == "auto" or scaling in WHITENED_MODES):
         whitened_solver = solver.for_whitened_rows() if adapt_solver else solver
         chosen = choose_whitened(scaling, n, d, fit_intercept,
-                                 whitened_solver.n_quantiles(spec) + extra_quantiles, rho_total, scale_target)
+                                 whitened_solver.n_quantiles(spec) + extra_quantiles, rho_total, scale_target,
+                                 declared)
         if chosen is not None:
             return _plan_whitened(epsilon, delta, n, d, fit_intercept, whitened_solver, make_spec, *chosen,
-                                  scale_target=scale_target, post_fit=post_fit, extra_quantiles=extra_quantiles)
+                                  scale_target=scale_target, post_fit=post_fit, extra_quantiles=extra_quantiles,
+                                  declared=declared)
     if scaling in WHITENED_MODES:
         raise ValueError(f"scaling={scaling!r} needs scaling_share='auto' and a solver schedule without a "
                          "public smoothness bound.")
 
     def tier(solver, cap=MAX_SCALING_SHARE, modes=modes):
         return choose_scaling(scaling, n, d, fit_intercept, solver.n_quantiles(spec) + extra_quantiles,
-                              rho_total, scaling_share, cap, modes, scale_target)
+                              rho_total, scaling_share, cap, modes, scale_target, declared)
 
     mode, eps_q = tier(solver)
     if scaling_share == "auto" and eps_q * n < MIN_QUANTILE_EPS_TIMES_N:
@@ -261,7 +271,7 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     if starved:
         _warn_starved(epsilon, n, eps_q, "check" in post_fit, stacklevel + 1)
     spec = make_spec(mode)
-    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target)
+    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target, declared=declared)
     pre_event = standardiser.planned_event(d)
     # Each post-fit release gets its share of the Gaussian budget of the solver and the
     # post-fit releases together: mu_i = sqrt(share_i / (1 - sum of shares)) * mu_solver.
@@ -313,7 +323,8 @@ PURE_MODES = ("robust", "pooled", "none")
 
 
 def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
-                     scaling_share="auto", scale_target=True, stacklevel=3, post_fit=None, extra_quantiles=0):
+                     scaling_share="auto", scale_target=True, stacklevel=3, post_fit=None, extra_quantiles=0,
+                     declared=None):
     """The :class:`BudgetPlan` of a pure epsilon-DP fit (``delta = 0``), from public inputs only.
 
     Only pure mechanisms are used: the exponential-mechanism quantiles of the
@@ -335,8 +346,8 @@ def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, m
     spec = make_spec("none")
 
     def eps_for(mode, cap):
-        count = (PrivateStandardiser.n_quantiles(mode, d, fit_intercept, scale_target) + solver.n_quantiles(spec)
-                 + extra_quantiles)
+        count = (PrivateStandardiser.n_quantiles(mode, d, fit_intercept, scale_target, declared)
+                 + solver.n_quantiles(spec) + extra_quantiles)
         if count == 0 or math.isinf(epsilon):
             return count, math.inf
         if scaling_share == "auto":
@@ -359,7 +370,7 @@ def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, m
     if starved:
         _warn_starved(epsilon, n, eps_q, False, stacklevel + 1)
     spec = make_spec(mode)
-    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target)
+    standardiser = PrivateStandardiser(mode, eps_q, fit_intercept, scale_target=scale_target, declared=declared)
     pre_event = standardiser.planned_event(d)
     if math.isinf(epsilon):
         rest = math.inf
@@ -377,16 +388,21 @@ def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, m
 
 
 def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode, eps_q, *, scale_target=True,
-                   post_fit=REGRESSION_POST_FIT, extra_quantiles=0):
+                   post_fit=REGRESSION_POST_FIT, extra_quantiles=0, declared=None):
     """The plan of a whitened mode: one Gaussian budget ``mu`` shared by standardisation and solver."""
     spec = make_spec(mode)
     full = not spec.l1 and (not spec.ridge or solver.capabilities.matrix_penalty)
     over = math.inf if math.isinf(epsilon) else dp_to_gdp(epsilon, delta)  # a public over-estimate of mu
-    check = PrivateStandardiser.magnitude_check_useful(n, d, over)
+    if declared is None:
+        check = PrivateStandardiser.magnitude_check_useful(n, d, over)
+    else:  # only the undeclared columns are checked
+        free = declared.n_free(d)
+        check = free > 0 and PrivateStandardiser.magnitude_check_useful(n, free, over)
 
     def standardiser(mu, bound_multiplier=1.0):
         return PrivateStandardiser(mode, eps_q, fit_intercept, mu=mu, bound_multiplier=bound_multiplier,
-                                   full_whitening=full, magnitude_check=check, scale_target=scale_target)
+                                   full_whitening=full, magnitude_check=check, scale_target=scale_target,
+                                   declared=declared)
 
     share = standardiser(1.0).gaussian_share()
     solver_fraction = math.sqrt(1.0 - share - sum(post_fit.values()))

@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from .._base import DPEstimatorMixin
 from .._validation import Interval, InvalidParameterError, Options
 from ..losses import AbsoluteLoss, CallableLoss, HuberLoss, QuantileLoss, SquaredLoss
+from ..preprocessing import FeatureBounds
 from ..solvers import Solver, SolverOptions, solver_names
 from ._pipeline import PrivateLinearModel
 from ._standardise import MODES
@@ -142,6 +143,22 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     moment_order, moment_bound, second_moment_bound : float, optional
         Public moment bounds ``k``, ``G_k`` and ``G_2`` of the per-sample
         gradient norms (in standardised units), used by ``schedule="theory"``.
+    bounds : None, (lower, upper), dict or FeatureBounds, default=None
+        Public per-column bounds that the user knows without looking at the
+        data (an age in [17, 100], a one-hot column in [0, 1]). None: every
+        column's centre and scale are estimated privately. ``(lower, upper)``:
+        scalars or arrays of length ``n_features`` (``nan`` in both leaves a
+        column undeclared); a dict ``{feature name: (lower, upper)}`` when X
+        has feature names; or a :class:`~skdp.preprocessing.FeatureBounds`,
+        which can also declare one-hot blocks
+        (:func:`~skdp.preprocessing.bounds_for_column_transformer` builds one
+        for a ``ColumnTransformer``). Values outside are clipped (never an
+        error); declared columns get public centres and scales and spend no
+        private quantile, and the budget saved goes to the model. Validated
+        before anything is spent. See :ref:`bounds`.
+    y_bounds : None or (lower, upper), default=None
+        Public bounds of the target: ``y`` is clipped to them, and its centre
+        and scale are their midpoint and half-width (no private quantile).
     accountant : BudgetAccountant or None, default=None
         Ledger to charge; None charges the default of the thread that fits
         (the innermost ``with BudgetAccountant(...)`` block; a copy made by
@@ -251,6 +268,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         "algorithm": [Options({"auto", *solver_names("heavy_tail")}), Solver],
         "schedule": [Options({"practical", "theory"})],
         "scaling": [Options({"auto", *MODES})],
+        "bounds": [None, tuple, list, dict, FeatureBounds],
+        "y_bounds": [None, tuple, list],
         "scaling_share": [Interval(numbers.Real, 0, 1, closed="neither"), Options({"auto"})],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), Options({"auto"})],
         "moment_order": [Interval(numbers.Real, 2, None, closed="left")],
@@ -261,7 +280,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     def __init__(self, *, epsilon=1.0, delta="auto", loss="squared", huber_delta="auto", quantile=0.5,
                  alpha=0.0, l1_ratio=0.0, fit_intercept=True, algorithm="auto", schedule="practical",
                  scaling="auto", scaling_share="auto", max_iter="auto", moment_order=4, moment_bound=None,
-                 second_moment_bound=None, accountant=None, random_state=None, verbose=0):
+                 second_moment_bound=None, bounds=None, y_bounds=None, accountant=None, random_state=None,
+                 verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.loss = loss
@@ -278,6 +298,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         self.moment_order = moment_order
         self.moment_bound = moment_bound
         self.second_moment_bound = second_moment_bound
+        self.bounds = bounds
+        self.y_bounds = y_bounds
         self.accountant = accountant
         self.random_state = random_state
         self.verbose = verbose

@@ -15,6 +15,7 @@ from .._base import DPEstimatorMixin
 from .._validation import Interval, Options
 from ..accounting import LowBudgetWarning, PrivacyLeakWarning
 from ..losses import LogisticLoss, ModifiedHuberLoss, SmoothedHingeLoss, SquaredHingeLoss
+from ..preprocessing import FeatureBounds
 from ..solvers import Solver, SolverOptions, solver_names
 from ..solvers.interpolation import (
     ClassificationProblem,
@@ -137,6 +138,19 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         "pooled" and "none" are available.
     max_iter : int or "auto", default="auto"
         Steps of "clipped_gd" (30 by default).
+    bounds : None, (lower, upper), dict or FeatureBounds, default=None
+        Public per-column bounds that the user knows without looking at the
+        data (an age in [17, 100], a one-hot column in [0, 1]). None: every
+        column's centre and scale are estimated privately. ``(lower, upper)``:
+        scalars or arrays of length ``n_features`` (``nan`` in both leaves a
+        column undeclared); a dict ``{feature name: (lower, upper)}`` when X
+        has feature names; or a :class:`~skdp.preprocessing.FeatureBounds`,
+        which can also declare one-hot blocks
+        (:func:`~skdp.preprocessing.bounds_for_column_transformer` builds one
+        for a ``ColumnTransformer``). Values outside are clipped (never an
+        error); declared columns get public centres and scales and spend no
+        private quantile, and the budget saved goes to the model. Validated
+        before anything is spent. See :ref:`bounds`.
     accountant : BudgetAccountant or None, default=None
         Ledger to charge; None charges the default of the thread that fits
         (the innermost ``with BudgetAccountant(...)`` block; a copy made by
@@ -266,13 +280,14 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         "schedule": [Options({"practical", "theory"})],
         "growth_exponent": [Interval(numbers.Real, 2, None, closed="neither")],
         "scaling": [Options({"auto", "columns", "coarse", "scale", "robust", "pooled", "none"})],
+        "bounds": [None, tuple, list, dict, FeatureBounds],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), Options({"auto"})],
     }
 
     def __init__(self, *, epsilon=1.0, delta="auto", C=1.0, class_weight=None, loss="auto", alpha=None,
                  fit_intercept=True, algorithm="auto", multi_class="auto", classes=None, schedule="practical",
-                 growth_exponent=3.0, scaling="auto", max_iter="auto", accountant=None, random_state=None,
-                 verbose=0):
+                 growth_exponent=3.0, scaling="auto", max_iter="auto", bounds=None, accountant=None,
+                 random_state=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.C = C
@@ -287,6 +302,7 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         self.growth_exponent = growth_exponent
         self.scaling = scaling
         self.max_iter = max_iter
+        self.bounds = bounds
         self.accountant = accountant
         self.random_state = random_state
         self.verbose = verbose

@@ -5,6 +5,9 @@ inputs only, or validates the data without using their values):
 
 1. validate the parameters, and refuse a requested solver that is unavailable;
 2. validate the data (shapes, types, finite values) and encode the target;
+   resolve the declared public bounds (``bounds``, ``y_bounds``;
+   :mod:`~skdp.linear_model._bounds`) and clip the data to them (a per-record
+   map: every later step sees the clipped rows);
 3. choose the solver (the estimator's routing table, public inputs only) and
    check the problem specification against its declared capabilities;
 4. plan the budget (:func:`~skdp.linear_model._budget.plan_budget`): the
@@ -31,11 +34,13 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
 from ..accounting import LowBudgetWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, progress_hook, solver_names
+from ._bounds import resolve_bounds
 from ._budget import REGRESSION_POST_FIT, plan_budget, plan_pure_budget
 from ._fit_check import private_fit_check
 from ._standardise import COEF_RADIUS, WHITENED_MODES
@@ -168,6 +173,10 @@ class PrivateLinearModel(DPEstimatorMixin):
         n, d = X.shape
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples; got n_samples = {n}.")
+        self._declared = resolve_bounds(getattr(self, "bounds", None), getattr(self, "y_bounds", None), d,
+                                        getattr(self, "feature_names_in_", None), sp.issparse(X))
+        if self._declared is not None:
+            X, y = self._declared.clip(X), self._declared.clip_target(y)
         self._resolve_delta(n)  # "auto" -> default_delta(n); an explicit delta >= 1 / n warns
         solver = requested if requested is not None else self._configured(self._choose_algorithm(n, d))
         solver.check(self._problem_spec(solver, n, d, "none"))
@@ -227,7 +236,8 @@ class PrivateLinearModel(DPEstimatorMixin):
                   "fit_intercept": self.fit_intercept, "solver": solver,
                   "make_spec": lambda mode: self._problem_spec(solver, n, d, mode),
                   "scaling": getattr(self, "scaling", "auto"),
-                  "scaling_share": getattr(self, "scaling_share", "auto"), "scale_target": self._scales_target}
+                  "scaling_share": getattr(self, "scaling_share", "auto"), "scale_target": self._scales_target,
+                  "declared": getattr(self, "_declared", None)}
         post_fit, extra_quantiles = self._post_fit_plan(n)
         if delta == 0.0:
             return plan_pure_budget(**common, stacklevel=5, post_fit=post_fit, extra_quantiles=extra_quantiles)

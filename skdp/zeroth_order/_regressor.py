@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import DPEstimatorMixin
 from .._validation import Interval, InvalidParameterError, Options
 from ..losses import AbsoluteLoss, CauchyLoss, HuberLoss, QuantileLoss, TukeyLoss, ValueLoss
+from ..preprocessing import FeatureBounds
 from ..linear_model._pipeline import PrivateLinearModel
 from ..linear_model._standardise import COEF_RADIUS, MODES
 from ..solvers import ProblemSpec, Solver, solver_names
@@ -156,6 +157,22 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         50 for the linear model, 300 otherwise.
     scaling : {"auto", "columns", "coarse", "scale", "robust", "pooled", "target", "minimal", "none"}, default="auto"
         The private standardisation (see :class:`~skdp.DPHeavyTailRegressor`).
+    bounds : None, (lower, upper), dict or FeatureBounds, default=None
+        Public per-column bounds that the user knows without looking at the
+        data (an age in [17, 100], a one-hot column in [0, 1]). None: every
+        column's centre and scale are estimated privately. ``(lower, upper)``:
+        scalars or arrays of length ``n_features`` (``nan`` in both leaves a
+        column undeclared); a dict ``{feature name: (lower, upper)}`` when X
+        has feature names; or a :class:`~skdp.preprocessing.FeatureBounds`,
+        which can also declare one-hot blocks
+        (:func:`~skdp.preprocessing.bounds_for_column_transformer` builds one
+        for a ``ColumnTransformer``). Values outside are clipped (never an
+        error); declared columns get public centres and scales and spend no
+        private quantile, and the budget saved goes to the model. Validated
+        before anything is spent. See :ref:`bounds`.
+    y_bounds : None or (lower, upper), default=None
+        Public bounds of the target: ``y`` is clipped to them, and its centre
+        and scale are their midpoint and half-width (no private quantile).
     accountant : BudgetAccountant or None, default=None
     random_state : None, int, Generator or RandomState, default=None
         None draws noise and directions from operating-system entropy.
@@ -256,13 +273,15 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         "smoothing_radius": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left"), Options({"auto"})],
         "scaling": [Options({"auto", *MODES})],
+        "bounds": [None, tuple, list, dict, FeatureBounds],
+        "y_bounds": [None, tuple, list],
     }
 
     def __init__(self, *, epsilon=1.0, delta="auto", loss="absolute", quantile=0.5, loss_constant="auto",
                  model="linear", hidden_units=16, n_params=None, init=None, lipschitz=None, fit_intercept=True,
                  algorithm="auto", schedule="practical", directions=None, n_directions=None,
-                 smoothing_radius=None, max_iter="auto", scaling="auto", accountant=None, random_state=None,
-                 verbose=0):
+                 smoothing_radius=None, max_iter="auto", scaling="auto", bounds=None, y_bounds=None,
+                 accountant=None, random_state=None, verbose=0):
         self.epsilon = epsilon
         self.delta = delta
         self.loss = loss
@@ -281,6 +300,8 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         self.smoothing_radius = smoothing_radius
         self.max_iter = max_iter
         self.scaling = scaling
+        self.bounds = bounds
+        self.y_bounds = y_bounds
         self.accountant = accountant
         self.random_state = random_state
         self.verbose = verbose

@@ -1,0 +1,275 @@
+"""Declared public bounds (``bounds=``, ``y_bounds=``): validation, clipping, the plan, privacy, exactness."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LinearRegression, LogisticRegression, QuantileRegressor
+
+from skdp import (
+    BudgetAccountant,
+    DPHeavyTailRegressor,
+    DPInterpolatingClassifier,
+    DPZerothOrderRegressor,
+    PrivacyLeakWarning,
+)
+from skdp.accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
+from skdp.linear_model._bounds import resolve_bounds
+from skdp.linear_model._budget import plan_budget
+from skdp.linear_model._standardise import PrivateStandardiser
+from skdp.mechanisms import column_statistics_event
+from skdp.preprocessing import FeatureBounds
+
+from privacy_harness import record_releases
+
+
+def _mixed(n=3000, seed=0, levels=6):
+    """Two numeric columns (some values outside their bounds [-3, 3] and [0, 50]) and a one-hot block."""
+    rng = np.random.default_rng(seed)
+    x1 = rng.standard_t(3, n)
+    x2 = rng.gamma(2.0, 8.0, n)
+    codes = rng.choice(levels, n, p=np.arange(levels, 0, -1) / np.arange(levels, 0, -1).sum())
+    onehot = np.eye(levels)[codes]
+    X = np.column_stack([x1, x2, onehot])
+    y = 1.5 * np.clip(x1, -3, 3) - 0.05 * np.clip(x2, 0, 50) + np.linspace(-1, 1, levels)[codes] \
+        + rng.normal(size=n)
+    bounds = FeatureBounds([-3.0, 0.0] + [0.0] * levels, [3.0, 50.0] + [1.0] * levels,
+                           blocks=[list(range(2, 2 + levels))])
+    return X, y, bounds
+
+
+def _count(event, kind):
+    """Number of releases of one kind in an event tree."""
+    if isinstance(event, kind):
+        return 1
+    if isinstance(event, Repeated):
+        return event.count * _count(event.event, kind)
+    if isinstance(event, Sequential):
+        return sum(_count(e, kind) for e in event.events)
+    return 0
+
+
+# -- validation before any spend ------------------------------------------------------------------
+@pytest.mark.parametrize("bounds, message", [
+    (([0, 0, 0], [1, -1, 1]), "lower <= upper"),
+    (([0, 0, 0], [1, np.inf, 1]), "finite"),
+    (([0, 0], [1, 1]), "n_features = 3"),
+    (([0, np.nan, 0], [1, 1, 1]), "nan in only one"),
+    ({"a": (0, 1)}, "needs X with feature names"),
+    ("wide", "'bounds' parameter"),
+    ((0, 1, 2), "a pair"),
+    (FeatureBounds([0, 0], [1, 1]), "declares 2 columns"),
+])
+def test_malformed_bounds_are_refused_before_anything_is_spent(bounds, message):
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match=message):
+        DPHeavyTailRegressor(bounds=bounds, accountant=acc).fit(X, X[:, 0])
+    assert acc.events == ()
+
+
+def test_names_are_checked_and_unknown_ones_listed():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame({"age": [20.0, 50.0, 90.0, 40.0], "income": [1.0, 2.0, 3.0, 4.0]})
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match=r"unknown features \['agee'\]; the features are \['age', 'income'\]"):
+        DPHeavyTailRegressor(bounds={"agee": (17, 100)}, accountant=acc).fit(X, [1.0, 2.0, 3.0, 4.0])
+    other = FeatureBounds([0, 0], [1, 1], feature_names=["income", "age"])
+    with pytest.raises(ValueError, match="other features"):
+        DPInterpolatingClassifier(bounds=other, classes=[0, 1], accountant=acc).fit(X, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="y_bounds"):
+        DPZerothOrderRegressor(y_bounds=(1.0, 0.0), accountant=acc).fit(X, [1.0, 2.0, 3.0, 4.0])
+    assert acc.events == ()
+
+
+def test_a_sparse_X_needs_intervals_that_contain_zero():
+    X = sp.random(40, 3, density=0.5, format="csr", random_state=0)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="contain 0"):
+        DPHeavyTailRegressor(bounds=([1, 0, 0], [2, 1, 1]), accountant=acc).fit(X, np.ones(40))
+    assert acc.events == ()
+
+
+def test_blocks_must_be_declared_zero_one_and_disjoint():
+    with pytest.raises(ValueError, match=r"declared \(0, 1\)"):
+        FeatureBounds([0, 0, 0], [1, 2, 1], blocks=[[0, 1]])
+    with pytest.raises(ValueError, match="at most one block"):
+        FeatureBounds([0, 0, 0], [1, 1, 1], blocks=[[0, 1], [1, 2]])
+
+
+# -- the per-record clip -----------------------------------------------------------------------------
+def test_the_clip_is_per_value_and_per_block_and_the_same_dense_or_sparse():
+    fb = FeatureBounds([-1, 0, 0, 0], [1, 1, 1, 1], blocks=[[1, 2, 3]])
+    declared = resolve_bounds(fb, (0.0, 10.0), 4)
+    X = np.array([[5.0, 1.0, 0.0, 0.0], [-0.5, 1.0, 1.0, 0.0], [0.2, 0.0, 0.0, 0.0], [0.0, 3.0, 0.0, 0.0]])
+    Z = declared.clip(X)
+    np.testing.assert_allclose(Z, [[1, 1, 0, 0], [-0.5, 2**-0.5, 2**-0.5, 0], [0.2, 0, 0, 0], [0, 1, 0, 0]])
+    np.testing.assert_allclose(declared.clip(sp.csr_matrix(X)).toarray(), Z)
+    np.testing.assert_array_equal(declared.clip_target(np.array([-3.0, 4.0, 12.0])), [0.0, 4.0, 10.0])
+    # A row's clipped values depend on that row only.
+    X2 = X.copy()
+    X2[0] = [-1e9, 7.0, 7.0, 7.0]
+    changed = np.any(declared.clip(X2) != Z, axis=1)
+    assert changed.tolist() == [True, False, False, False]
+
+
+# -- the plan: exactly the releases no longer made -----------------------------------------------
+@pytest.mark.parametrize("mode", ["columns", "coarse", "scale"])
+def test_the_standardisers_event_loses_exactly_the_releases_not_made(mode):
+    d, eps, mu = 8, 0.01, 0.7
+    stages = {"columns": 4, "coarse": 2, "scale": 1}[mode]
+    base = dict(mu=mu, magnitude_check=True)
+    without = PrivateStandardiser(mode, eps, **base).planned_event(d)
+    assert [type(e) for e in without.events] == [Repeated, Repeated, GaussianRelease, ExponentialMechanismRelease,
+                                                 GaussianRelease, ExponentialMechanismRelease]
+    assert without.events[0] == column_statistics_event(d, eps, stages)
+    # A one-hot block of three columns: their statistics go, nothing else changes.
+    block = resolve_bounds(FeatureBounds([0, 0, 0] + [np.nan] * 5, [1, 1, 1] + [np.nan] * 5, blocks=[[0, 1, 2]]),
+                           None, d)
+    with_block = PrivateStandardiser(mode, eps, declared=block, **base).planned_event(d)
+    assert with_block.events == (column_statistics_event(d - 3, eps, stages),) + without.events[1:]
+    # Three standalone declared columns: the coarse statistics (at most two quantiles each) inside the bounds.
+    standalone = resolve_bounds(([0, 0, 0] + [np.nan] * 5, [1, 1, 1] + [np.nan] * 5), None, d)
+    with_standalone = PrivateStandardiser(mode, eps, declared=standalone, **base).planned_event(d)
+    assert with_standalone.events == ((column_statistics_event(d - 3, eps, stages),
+                                       column_statistics_event(3, eps, min(stages, 2))) + without.events[1:])
+    # Every column in a block (a target bound changes nothing here: y keeps its private statistics): no
+    # column statistics, no magnitude check and no private median for the second moments' clip.
+    full = resolve_bounds(FeatureBounds([0] * d, [1] * d, blocks=[range(0, 5), range(5, 8)]), (0.0, 1.0), d)
+    with_all = PrivateStandardiser(mode, eps, declared=full, **base).planned_event(d)
+    assert with_all.events == (without.events[1], without.events[4], without.events[5])
+    for declared, expected in ((full, 4 + 1), (standalone, stages * 5 + min(stages, 2) * 3 + 4 + 2),
+                               (block, stages * 5 + 4 + 2)):
+        assert PrivateStandardiser.n_quantiles(mode, d, True, True, declared) == expected
+        assert PrivateStandardiser.n_quantiles(mode, d, True, True, declared) == _count(
+            PrivateStandardiser(mode, eps, declared=declared, **base).planned_event(d), ExponentialMechanismRelease)
+
+
+def test_the_budget_saved_goes_to_the_solver():
+    n, d = 10_000, 200
+    est = DPHeavyTailRegressor()
+    from skdp.solvers import SolverOptions, get_solver
+    solver = get_solver("clipped_gd", "heavy_tail").from_options(SolverOptions())
+    common = dict(epsilon=1.0, delta=1e-5, n_samples=n, n_features=d, fit_intercept=True, solver=solver,
+                  make_spec=lambda mode: est._problem_spec(solver, n, d, mode))
+    plain = plan_budget(**common)
+    declared = resolve_bounds(FeatureBounds([0] * d, [1] * d, blocks=[range(0, 10), range(10, 60), range(60, 200)]), None, d)
+    bounded = plan_budget(**common, declared=declared)
+    for plan in (plain, bounded):  # both spend the whole target
+        assert plan.event.epsilon(1e-5) == pytest.approx(1.0, rel=1e-6)
+    assert plain.standardiser.mode == bounded.standardiser.mode == "columns"
+    removed = _count(plain.event, ExponentialMechanismRelease) - _count(bounded.event, ExponentialMechanismRelease)
+    assert removed == 4 * d + 1  # the column statistics and the second-moment clip's median
+    assert not bounded.standardiser.magnitude_check  # nothing left to check
+    assert (_count(plain.event, GaussianRelease) - _count(bounded.event, GaussianRelease)
+            == int(plain.standardiser.magnitude_check))
+    # 801 quantiles fewer: the solver's Gaussian budget grows by 31% (its mu^2 by 73%).
+    assert bounded.budget.mu > 1.25 * plain.budget.mu
+
+
+# -- privacy: coupled neighbours with rows outside the bounds -------------------------------------
+@pytest.mark.parametrize("sparse", [False, True])
+def test_neighbours_with_a_row_far_outside_the_bounds_stay_within_the_sensitivity(sparse):
+    rng = np.random.default_rng(1)
+    n = 1500
+    X = np.hstack([np.eye(6)[rng.integers(0, 6, n)], np.eye(3)[rng.integers(0, 3, n)]])
+    y = X @ rng.normal(size=9) + rng.normal(size=n)
+    X2, y2 = X.copy(), y.copy()
+    X2[7] = [9.0, 9.0, 9.0, 0.0, 0.0, 0.0, 5.0, 5.0, 5.0]  # outside every bound, block norms far above 1
+    y2[7] = 1e9
+    bounds = FeatureBounds(np.zeros(9), np.ones(9), blocks=[range(0, 6), range(6, 9)])
+    logs = []
+    for data, target in ((X, y), (X2, y2)):
+        with record_releases() as log:
+            DPHeavyTailRegressor(epsilon=1.0, bounds=bounds, y_bounds=(-10.0, 10.0), random_state=5,
+                                 accountant=BudgetAccountant()).fit(sp.csr_matrix(data) if sparse else data, target)
+        logs.append(log)
+    # Every column is in a block: the first Gaussian release is the second-moment matrix of the rows [z, 1]
+    # with public centres, scales and clip, the same function of each dataset; one row differs.
+    first, second = logs[0][0], logs[1][0]
+    assert first.event == second.event and first.value.size == 10 * 11 // 2  # the upper triangle of [z, 1]
+    moved = np.linalg.norm(first.value - second.value)
+    assert 0.0 < moved <= first.sensitivity * (1.0 + 1e-9)
+    # The public clip: 1.5 times the bound of [z, 1] (1 for the intercept and 1 for each block).
+    assert first.sensitivity == pytest.approx(math.sqrt(2.0) * 1.5**2 * 3.0 / n)
+
+
+def test_the_ledger_holds_what_was_planned_and_spends_the_target():
+    X, y, bounds = _mixed(n=2000, seed=2)
+    acc = BudgetAccountant()
+    model = DPHeavyTailRegressor(epsilon=1.0, bounds=bounds, random_state=0, accountant=acc).fit(X, y)
+    assert acc.events == (model.privacy_event_,)
+    assert model.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    # Declared columns carry their public centre and scale.
+    # The block's columns carry their public centre and scale.
+    np.testing.assert_array_equal(model.scaling_["feature_center"][2:], 0.0)
+    np.testing.assert_array_equal(model.scaling_["feature_scale"][2:], 1.0)
+
+
+# -- without noise: the non-private estimator on the clipped data ---------------------------------
+def _clipped(X, bounds):
+    return resolve_bounds(bounds, None, X.shape[1]).clip(X)
+
+
+def test_without_noise_the_regressor_is_least_squares_on_the_clipped_data():
+    X, y, bounds = _mixed(n=3000, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        dp = DPHeavyTailRegressor(epsilon=math.inf, bounds=bounds, accountant=BudgetAccountant()).fit(X, y)
+    Xc = _clipped(X, bounds)
+    ls = LinearRegression().fit(Xc, y)
+    # Exact collinearity (full dummy coding and an intercept): compare predictions, not coefficients.
+    pred, ref = Xc @ dp.coef_ + dp.intercept_, ls.predict(Xc)
+    assert np.sqrt(np.mean((pred - ref) ** 2)) < 0.02 * np.std(ref)
+
+
+def test_without_noise_the_quantile_loss_is_quantile_regression_on_the_clipped_data():
+    X, y, bounds = _mixed(n=1000, seed=4, levels=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        dp = DPHeavyTailRegressor(epsilon=math.inf, loss="quantile", quantile=0.5, bounds=bounds,
+                                  accountant=BudgetAccountant()).fit(X, y)
+    Xc = _clipped(X, bounds)
+    qr = QuantileRegressor(quantile=0.5, alpha=0.0).fit(Xc, y)
+    loss = lambda pred: np.mean(np.abs(y - pred))  # noqa: E731 - the objective both minimise
+    assert loss(Xc @ dp.coef_ + dp.intercept_) <= loss(qr.predict(Xc)) * 1.01
+
+
+def test_without_noise_the_classifier_is_logistic_regression_on_the_clipped_data():
+    X, y, bounds = _mixed(n=3000, seed=5, levels=3)
+    labels = (y > np.median(y)).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        dp = DPInterpolatingClassifier(epsilon=math.inf, C=1.0, bounds=bounds, classes=[0, 1],
+                                       accountant=BudgetAccountant()).fit(X, labels)
+    Xc = _clipped(X, bounds)
+    lr = LogisticRegression(C=1.0, max_iter=10_000, tol=1e-10).fit(Xc, labels)
+    np.testing.assert_allclose(dp.predict_proba(Xc), lr.predict_proba(Xc), atol=5e-3)
+
+
+# -- nothing declared: nothing changes ---------------------------------------------------------------
+@pytest.mark.parametrize("estimator", [DPHeavyTailRegressor, DPZerothOrderRegressor])
+def test_bounds_that_declare_nothing_change_nothing(estimator):
+    X, y, _ = _mixed(n=1500, seed=6)
+    params = dict(epsilon=1.0, random_state=11)
+    if estimator is DPZerothOrderRegressor:
+        params["max_iter"] = 5
+    plain = estimator(**params, accountant=BudgetAccountant()).fit(X, y)
+    nothing = FeatureBounds(np.full(X.shape[1], np.nan), np.full(X.shape[1], np.nan))
+    same = estimator(**params, bounds=nothing, accountant=BudgetAccountant()).fit(X, y)
+    np.testing.assert_array_equal(same.coef_, plain.coef_)
+    assert same.intercept_ == plain.intercept_
+    assert same.privacy_event_ == plain.privacy_event_
+
+
+def test_the_zeroth_order_regressor_and_pure_dp_classifier_take_bounds():
+    X, y, bounds = _mixed(n=2000, seed=7)
+    zo = DPZerothOrderRegressor(epsilon=1.0, bounds=bounds, y_bounds=(-8.0, 8.0), max_iter=5, random_state=0,
+                                accountant=BudgetAccountant()).fit(X, y)
+    assert zo.privacy_spent_.epsilon == pytest.approx(1.0, rel=1e-6)
+    labels = (y > np.median(y)).astype(int)
+    clf = DPInterpolatingClassifier(epsilon=1.0, delta=0.0, bounds=bounds, classes=[0, 1], random_state=0,
+                                    accountant=BudgetAccountant()).fit(X, labels)
+    assert clf.privacy_spent_.epsilon <= 1.0 + 1e-9 and clf.privacy_spent_.delta == 0.0
