@@ -152,7 +152,8 @@ class FitCheck:
                 "fallback": bool(self.fallback), "starved": bool(self.starved)}
 
 
-def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=None, *, starved=False):
+def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=None, *, starved=False,
+                      pure_epsilon=None):
     """Release the clipped training-set improvement of a model over the constant ``center``.
 
     Parameters
@@ -169,6 +170,9 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     random_state : None, int or Generator
     starved : bool, default=False
         Whether the fit's budget plan was starved (public; see :class:`FitCheck`).
+    pure_epsilon : float or None, default=None
+        For a pure-DP fit: release with Laplace noise at this epsilon instead
+        (``mu`` is then unused).
 
     Returns
     -------
@@ -202,6 +206,10 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     constant = np.where(np.isfinite(constant), np.minimum(constant, bound), bound)
     value = float(np.mean(constant - model))
     sensitivity = 2.0 * bound / n
+    if pure_epsilon is not None:
+        scale = 0.0 if math.isinf(pure_epsilon) else sensitivity / pure_epsilon
+        released, event = laplace_mechanism(value, sensitivity, scale, random_state=random_state)
+        return FitCheck(float(released), math.sqrt(2.0) * scale, event, bool(starved))
     noise_std = 0.0 if math.isinf(mu) else sensitivity / mu
     released, event = gaussian_mechanism(value, sensitivity, noise_std, random_state=random_state)
     return FitCheck(float(released), noise_std, event, bool(starved))

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from .._base import DPEstimatorMixin
 from .._validation import Interval, InvalidParameterError, Options
 from ..losses import AbsoluteLoss, CallableLoss, HuberLoss, QuantileLoss, SquaredLoss
-from ..solvers import Solver, SolverOptions, solver_names
+from ..solvers import Solver, SolverOptions, get_solver, solver_names
 from ._pipeline import PrivateLinearModel
 from ._standardise import MODES
 
@@ -276,10 +276,18 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         self.verbose = verbose
 
     def _check_parameters(self):
-        if self._pure_dp_requested():
+        if self._pure_dp_requested() and not self._pure_dp_solver():
             raise InvalidParameterError(
                 "The 'delta' parameter of DPHeavyTailRegressor must be in (0, 1): its solvers add Gaussian "
-                "noise, whose guarantee needs delta > 0 (pure DP, delta=0, is not available). Got delta=0.")
+                "noise, whose guarantee needs delta > 0 (pure DP, delta=0, is available with "
+                "algorithm='sufficient_statistics' only). Got delta=0.")
+
+    def _pure_dp_solver(self):
+        """Whether the requested solver runs on a pure-DP budget (public: the parameters only)."""
+        algorithm = self.algorithm
+        if isinstance(algorithm, Solver):
+            return algorithm.capabilities.pure_dp
+        return algorithm != "auto" and get_solver(algorithm, self._solver_family).capabilities.pure_dp
 
     # -- the routing table of algorithm="auto" (public inputs only) ---------------------------
     def _choose_algorithm(self, n_samples, n_features):

@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
+from .._validation import validate_params
 from ..accounting import LowBudgetWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, solver_names
 from ._budget import REGRESSION_POST_FIT, plan_budget, plan_pure_budget
@@ -193,6 +194,27 @@ class PrivateLinearModel(DPEstimatorMixin):
             self.fit_check_ = check.as_dict()
         return self
 
+    def _planned_event(self, X, y):
+        """The event a fit on ``(X, y)`` would plan, with every check a fit makes before its reservation.
+
+        Reads only what a fit reads before spending (shapes, types, finiteness,
+        the public label set): a meta-estimator calls it on a clone, before
+        its own reservation, for every inner fit it will run.
+        """
+        validate_params(self)
+        requested = self._requested_solver()
+        self._check_parameters()
+        X, y = self._validate_fit_data(X, y)
+        n, d = X.shape
+        if n < 2:
+            raise ValueError(f"{type(self).__name__} needs at least 2 samples; got n_samples = {n}.")
+        solver = requested if requested is not None else self._configured(self._choose_algorithm(n, d))
+        solver.check(self._problem_spec(solver, n, d, "none"))
+        plan = self._plan(solver, n, d)
+        if plan.solver is not solver:
+            plan.solver.check(plan.spec)
+        return plan.event
+
     def _plan(self, solver, n, d):
         """The budget plan (public inputs only): pure DP when ``delta = 0``, else the Gaussian plan.
 
@@ -234,8 +256,10 @@ class PrivateLinearModel(DPEstimatorMixin):
         """
         if not self._has_fit_check:
             return PostFit(coef, intercept)
+        kind, level = plan.post_budget("check") if plan.post_budgets else ("gaussian", plan.check_mu)
         check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling), scaling.target_scale,
-                                  plan.check_mu, rng, starved=plan.starved)
+                                  plan.check_mu, rng, starved=plan.starved,
+                                  pure_epsilon=level if kind == "pure" else None)
         return PostFit(coef, intercept, check, [check.event])
 
     def _unscale(self, scaling, coef):

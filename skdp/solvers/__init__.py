@@ -39,6 +39,7 @@ from .heavy_tail import (
     LocalizedSubgradient,
     OnePassGLM,
     ProximalSGD,
+    SufficientStatistics,
 )
 from . import interpolation  # noqa: F401  (registers the classification solvers)
 from .moments import MomentBounds
@@ -47,4 +48,4 @@ from .problem import GLMProblem
 __all__ = ["Capabilities", "ProblemSpec", "Solver", "ScheduledSolver", "SolverBudget", "SolverOptions", "SolverResult",
            "get_solver", "register_solver", "solver_names", "MomentBounds", "GLMProblem",
            "ClippedGD", "Localized", "KnownLipschitz", "SVTSGD", "OnePassGLM", "LocalizedSubgradient",
-           "Accelerated", "AveragedSGD", "ProximalSGD"]
+           "Accelerated", "AveragedSGD", "ProximalSGD", "SufficientStatistics"]

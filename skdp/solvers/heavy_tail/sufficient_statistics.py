@@ -1,0 +1,258 @@
+"""Ridge regression from privately released sufficient statistics (squared loss only).
+
+The solver releases, once, the second-moment matrix of the augmented rows
+``a_i = [x_i, clip(y_i, -B, B)]`` of the standardised problem,
+
+``M = (1/n) sum_i a_i a_i^T = [[X'X, X'y], [y'X, y'y]] / n``,
+
+and solves ``(G + P + r I) w = b`` with ``G = X'X / n``, ``b = X'y / n`` read
+off the noisy ``M``, ``P`` the problem's ridge (``alpha`` of the estimator in
+solver units) and ``r`` the *privacy ridge*, a public function of the noise
+level. Every regularisation strength's model, and its validation loss
+``(y'y - 2 w'b + w'G w) / 2``, follow from ``M`` by post-processing: that is
+what :class:`~skdp.model_selection.DPRegularizationTuner` uses to tune
+``alpha`` without paying per candidate.
+
+Sensitivity (replace-one). The pipeline clips every row ``x_i`` (intercept
+column included) to the public or released norm ``R`` (``problem.row_bound``);
+the solver clips every label to the public bound ``B`` (``label_bound``, in
+target scales). Then ``||a_i|| <= A = sqrt(R^2 + B^2)`` and, released as the
+vector ``(M_kk, sqrt(2) M_kl for k < l)`` whose L2 norm is ``||M||_F``,
+
+``||a a^T - a' a'^T||_F^2 = ||a||^4 + ||a'||^4 - 2 (a . a')^2 <= 2 A^4``,
+
+so the L2 sensitivity is ``sqrt(2) A^2 / n``
+(:func:`~skdp.mechanisms.second_moment_sensitivity`); the Gaussian mechanism
+with noise ``sqrt(2) A^2 / (n mu)`` is exactly ``mu``-GDP. For pure DP
+(``delta = 0``) the upper triangle gets Laplace noise: its L1 sensitivity is
+``(q + 1) A^2 / n`` for ``q`` augmented coordinates
+(:func:`~skdp.mechanisms.second_moment_l1_sensitivity`). ``R``, ``B`` and ``n``
+are public or released before this step, so the noise scale is public. With
+``alphas`` set (selection), the rows are split by a seeded permutation drawn
+from the fit's generator (independent of the data) into two disjoint parts,
+and each part's statistics are released once at the full budget: a replaced
+row lies in one part, so the two releases compose in parallel (one release's
+cost). Everything after the releases (the privacy ridge, the solves, the
+validation losses, the choice of ``alpha``, the refit from the sum of the two
+parts' statistics) is post-processing.
+
+Never raising after the reservation: the noisy ``G`` may be indefinite. The
+privacy ridge ``r = ridge_factor * sqrt(2 p) sigma`` (``sigma`` the standard
+deviation of a diagonal entry of the noise; ``sqrt(2 p) sigma`` is the edge of
+the noise's spectrum) is added to every coordinate, and the system is solved
+through a symmetric eigendecomposition whose eigenvalues are floored at
+``r / 2`` (or at a tiny multiple of the trace without noise), so the solve is
+defined for every released matrix; a non-finite release (impossible for
+finite bounds) maps to zero coefficients. Without noise (``epsilon = inf``)
+``r = 0`` and nothing is clipped: the solution is the ridge/ElasticNet
+solution at the estimator's ``alpha``.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...accounting import GaussianRelease, LaplaceRelease, Parallel
+from ...losses import SquaredLoss
+from ...mechanisms import private_second_moment, second_moment_l1_sensitivity, second_moment_sensitivity
+from .._contract import FRACTION, POSITIVE, Capabilities, Solver, SolverResult, optional, register_solver
+from ..._validation import Predicate
+
+__all__ = ["SufficientStatistics", "ReleasedStatistics", "release_statistics", "ridge_solution",
+           "validation_loss"]
+
+# Default label clip in target scales (the standardised target has scale about 1).
+LABEL_BOUND = 4.0
+_GRID = Predicate(lambda v: v is None or (isinstance(v, tuple) and len(v) > 0
+                                          and all(isinstance(a, (int, float)) and math.isfinite(a) and a >= 0
+                                                  for a in v)),
+                  "None or a non-empty tuple of finite numbers >= 0")
+
+
+@dataclass(frozen=True)
+class ReleasedStatistics:
+    """The released (noisy) statistics of ``n`` augmented rows, in solver units.
+
+    Attributes
+    ----------
+    gram : ndarray of shape (p, p)
+        ``X'X / n``.
+    xty : ndarray of shape (p,)
+        ``X'y / n``.
+    yty : float
+        ``y'y / n``.
+    n : int
+    noise_std : float
+        Standard deviation of a diagonal entry of the Gram's noise (public).
+    """
+
+    gram: np.ndarray
+    xty: np.ndarray
+    yty: float
+    n: int
+    noise_std: float
+
+    def __add__(self, other):
+        """The statistics of the union of two disjoint parts (post-processing)."""
+        n = self.n + other.n
+        a, b = self.n / n, other.n / n
+        return ReleasedStatistics(a * self.gram + b * other.gram, a * self.xty + b * other.xty,
+                                  a * self.yty + b * other.yty, n,
+                                  math.hypot(a * self.noise_std, b * other.noise_std))
+
+
+def _noise_level(bound, n, q, budget):
+    """(Gaussian std or None, Laplace scale or None, std of a diagonal entry) of one release (public)."""
+    if budget.pure:
+        if math.isinf(budget.pure_epsilon):
+            return 0.0, None, 0.0
+        scale = second_moment_l1_sensitivity(bound, n, q) / budget.pure_epsilon
+        return None, scale, math.sqrt(2.0) * scale
+    if math.isinf(budget.mu):
+        return 0.0, None, 0.0
+    std = second_moment_sensitivity(bound, n) / budget.mu
+    return std, None, std
+
+
+def release_statistics(X, y, row_bound, label_bound, budget, rng):
+    """Release the statistics of the rows ``X`` (clipped to ``row_bound``) and labels clipped to ``label_bound``.
+
+    Returns
+    -------
+    stats : ReleasedStatistics
+    event : GaussianRelease or LaplaceRelease
+    """
+    n, p = X.shape
+    y = np.clip(np.asarray(y, dtype=float), -label_bound, label_bound)
+    A = np.hstack([np.asarray(X, dtype=float), y[:, None]])
+    bound = math.hypot(row_bound, label_bound)
+    std, scale, diag_std = _noise_level(bound, n, p + 1, budget)
+    if scale is not None:
+        M, event = private_second_moment(A, bound, 0.0, random_state=rng, laplace_scale=scale)
+    else:
+        M, event = private_second_moment(A, bound if std > 0 else math.inf, std, random_state=rng)
+    return ReleasedStatistics(M[:p, :p], M[:p, p].copy(), float(M[p, p]), n, diag_std), event
+
+
+def privacy_ridge(stats, factor):
+    """The public ridge added against the noise: ``factor * sqrt(2 p) * noise_std`` (0 without noise)."""
+    p = stats.gram.shape[0]
+    return float(factor) * math.sqrt(2.0 * p) * stats.noise_std
+
+
+def ridge_solution(stats, penalty, ridge):
+    """``(G + penalty + ridge I)^{-1} b`` for a released ``G``, ``b`` (post-processing; never raises).
+
+    ``penalty`` is a vector (diagonal) or a matrix. The eigenvalues of the
+    symmetric system are floored at ``ridge / 2`` (at ``1e-12`` times the mean
+    diagonal when ``ridge = 0``), so every released matrix gives a solution.
+    """
+    p = stats.gram.shape[0]
+    M = stats.gram + (np.diag(penalty) if np.ndim(penalty) == 1 else penalty) + ridge * np.eye(p)
+    M = 0.5 * (M + M.T)
+    if not (np.all(np.isfinite(M)) and np.all(np.isfinite(stats.xty))):
+        return np.zeros(p)
+    try:
+        values, vectors = np.linalg.eigh(M)
+    except np.linalg.LinAlgError:  # pragma: no cover - LAPACK failure on a finite symmetric matrix
+        return np.zeros(p)
+    scale = max(float(np.mean(np.abs(np.diag(M)))), 1e-300)
+    floor = 0.5 * ridge if ridge > 0 else 1e-12 * scale
+    values = np.maximum(values, floor)
+    return vectors @ ((vectors.T @ stats.xty) / values)
+
+
+def validation_loss(stats, w):
+    """Half the mean squared error of ``w`` on released statistics (post-processing)."""
+    return 0.5 * (stats.yty - 2.0 * float(w @ stats.xty) + float(w @ stats.gram @ w))
+
+
+@register_solver
+@dataclass(frozen=True)
+class SufficientStatistics(Solver):
+    """Ridge regression from one private release of ``X'X``, ``X'y`` and ``y'y`` (see the module docstring).
+
+    Parameters
+    ----------
+    label_bound : float > 0, default=4.0
+        Public clip of the standardised labels (target scales); not applied
+        without noise.
+    ridge_factor : float > 0, default=1.0
+        The privacy ridge in units of the noise spectrum's edge ``sqrt(2 p) sigma``.
+    alphas : tuple of float >= 0 or None, default=None
+        Selection: multipliers of the problem's ridge to choose from on a
+        validation part (the estimator's ``alpha`` is then the unit).
+    validation_fraction : float in (0, 1), default=0.5
+        Share of the rows in the validation part (selection only).
+    """
+
+    label_bound: float = LABEL_BOUND
+    ridge_factor: float = 1.0
+    alphas: tuple = None
+    validation_fraction: float = 0.5
+
+    name = "sufficient_statistics"
+    family = "heavy_tail"
+    capabilities = Capabilities(matrix_penalty=True, pure_dp=True, smooth_only=True)
+    _parameter_constraints = {
+        "label_bound": [POSITIVE],
+        "ridge_factor": [POSITIVE],
+        "alphas": [_GRID],
+        "validation_fraction": [FRACTION],
+    }
+
+    def check(self, spec):
+        super().check(spec)
+        if not isinstance(spec.loss, SquaredLoss):
+            raise ValueError(f"algorithm='sufficient_statistics' needs loss='squared' (the model follows from "
+                             f"X'X and X'y only for the squared loss); got the {getattr(spec.loss, 'name', '?')} "
+                             "loss. Nothing was spent.")
+        if spec.n_outputs != 1:
+            raise ValueError("algorithm='sufficient_statistics' fits one output.")
+        if self.alphas is not None and spec.n_samples < 4:
+            raise ValueError("Selection over alphas needs at least 4 rows (two in each part).")
+
+    def _one_release(self, budget):
+        if budget.pure:
+            return LaplaceRelease(1.0, 1.0 / budget.pure_epsilon) if math.isfinite(budget.pure_epsilon) \
+                else GaussianRelease(1.0, 0.0)
+        return GaussianRelease(1.0, 0.0 if math.isinf(budget.mu) else 1.0 / budget.mu)
+
+    def plan(self, spec, budget):
+        one = self._one_release(budget)
+        return one if self.alphas is None else Parallel([one, one])
+
+    def split(self, n, rng):
+        """The validation and training rows: a seeded permutation (public rule, independent of the data)."""
+        n_val = min(max(int(round(self.validation_fraction * n)), 2), n - 2)
+        order = rng.permutation(n)
+        return np.sort(order[:n_val]), np.sort(order[n_val:])
+
+    def run(self, spec, problem, budget, rng):
+        bound = float(problem.row_bound)
+        noisy = math.isfinite(budget.pure_epsilon) if budget.pure else math.isfinite(budget.mu)
+        label_bound = self.label_bound if noisy else math.inf
+        penalty = problem.penalty_matrix if problem.penalty_matrix is not None else problem.penalty
+        X = np.asarray(problem.X)
+        if self.alphas is None:
+            stats, event = release_statistics(X, problem.y, bound, label_bound, budget, rng)
+            ridge = privacy_ridge(stats, self.ridge_factor)
+            coef = ridge_solution(stats, penalty, ridge)
+            return SolverResult(coef, event, {"privacy_ridge": ridge, "noise_std": stats.noise_std,
+                                              "label_bound": label_bound})
+        val, train = self.split(problem.n_samples, rng)
+        s_val, ev_val = release_statistics(X[val], problem.y[val], bound, label_bound, budget, rng)
+        s_train, ev_train = release_statistics(X[train], problem.y[train], bound, label_bound, budget, rng)
+        ridge_train = privacy_ridge(s_train, self.ridge_factor)
+        scores = np.array([validation_loss(s_val, ridge_solution(s_train, a * penalty, ridge_train))
+                           for a in self.alphas])
+        scores = np.where(np.isfinite(scores), scores, np.inf)
+        best = int(np.argmin(scores))
+        full = s_val + s_train
+        ridge = privacy_ridge(full, self.ridge_factor)
+        coef = ridge_solution(full, self.alphas[best] * penalty, ridge)
+        return SolverResult(coef, Parallel([ev_val, ev_train]),
+                            {"privacy_ridge": ridge, "noise_std": full.noise_std, "label_bound": label_bound,
+                             "alpha_index": best, "validation_scores": scores,
+                             "n_validation": int(val.size)})
