@@ -49,6 +49,7 @@ solution at the estimator's ``alpha``.
 """
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,10 +58,10 @@ from ...accounting import GaussianRelease, LaplaceRelease, Parallel
 from ...losses import SquaredLoss
 from ...mechanisms import private_second_moment, second_moment_l1_sensitivity, second_moment_sensitivity
 from .._contract import FRACTION, POSITIVE, Capabilities, Solver, SolverResult, optional, register_solver
-from ..._validation import Predicate
+from ..._validation import Interval, Predicate
 
 __all__ = ["SufficientStatistics", "ReleasedStatistics", "release_statistics", "ridge_solution",
-           "validation_loss"]
+           "validation_loss", "validation_noise"]
 
 # Default label clip in target scales (the standardised target has scale about 1).
 LABEL_BOUND = 4.0
@@ -168,6 +169,19 @@ def validation_loss(stats, w):
     return 0.5 * (stats.yty - 2.0 * float(w @ stats.xty) + float(w @ stats.gram @ w))
 
 
+def validation_noise(stats, w):
+    """Standard deviation of the noise of :func:`validation_loss` for a ``w`` independent of it (public).
+
+    The Gaussian release has noise of standard deviation ``s`` on the diagonal
+    and ``s / sqrt(2)`` off it; then ``Var(w'E w) = s^2 ||w||^4``,
+    ``Var(w'e) = s^2 ||w||^2 / 2`` and the noise of ``y'y`` has variance
+    ``s^2``, so the score's is ``s^2 (1 + ||w||^2)^2 / 4``. (The Laplace
+    release's off-diagonal noise is larger by ``sqrt(2)``; the rule is then a
+    slight under-estimate.)
+    """
+    return 0.5 * stats.noise_std * (1.0 + float(w @ w))
+
+
 @register_solver
 @dataclass(frozen=True)
 class SufficientStatistics(Solver):
@@ -185,12 +199,16 @@ class SufficientStatistics(Solver):
         validation part (the estimator's ``alpha`` is then the unit).
     validation_fraction : float in (0, 1), default=0.5
         Share of the rows in the validation part (selection only).
+    score_margin : float >= 0, default=2.0
+        Selection: ``alpha`` minimises the validation loss plus this many
+        standard deviations of its noise (:func:`validation_noise`).
     """
 
     label_bound: float = LABEL_BOUND
     ridge_factor: float = 1.0
     alphas: tuple = None
     validation_fraction: float = 0.5
+    score_margin: float = 2.0
 
     name = "sufficient_statistics"
     family = "heavy_tail"
@@ -200,6 +218,7 @@ class SufficientStatistics(Solver):
         "ridge_factor": [POSITIVE],
         "alphas": [_GRID],
         "validation_fraction": [FRACTION],
+        "score_margin": [Interval(numbers.Real, 0, math.inf, closed="left")],
     }
 
     def check(self, spec):
@@ -245,10 +264,14 @@ class SufficientStatistics(Solver):
         s_val, ev_val = release_statistics(X[val], problem.y[val], bound, label_bound, budget, rng)
         s_train, ev_train = release_statistics(X[train], problem.y[train], bound, label_bound, budget, rng)
         ridge_train = privacy_ridge(s_train, self.ridge_factor)
-        scores = np.array([validation_loss(s_val, ridge_solution(s_train, a * penalty, ridge_train))
-                           for a in self.alphas])
-        scores = np.where(np.isfinite(scores), scores, np.inf)
-        best = int(np.argmin(scores))
+        models = [ridge_solution(s_train, a * penalty, ridge_train) for a in self.alphas]
+        scores = np.array([validation_loss(s_val, w) for w in models])
+        # The noise of a score grows with ||w||^2 (its standard deviation is about
+        # noise_std (1 + ||w||^2) / 2 for the Gaussian release), so the plain argmin favours
+        # the weakest penalties by chance: choose by an upper bound of the score instead.
+        margins = np.array([validation_noise(s_val, w) for w in models])
+        upper = np.where(np.isfinite(scores + margins), scores + self.score_margin * margins, np.inf)
+        best = int(np.argmin(upper))
         full = s_val + s_train
         ridge = privacy_ridge(full, self.ridge_factor)
         coef = ridge_solution(full, self.alphas[best] * penalty, ridge)
