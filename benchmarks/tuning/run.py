@@ -19,7 +19,7 @@ Methods, at epsilon in {0.5, 1, 2, 5} (delta "auto"), one fit each per seed:
 * ``split``: ``DPRegularizationTuner(method="split")`` (the grid's candidates on half of the rows
   sharing the budget, report-noisy-min on the other half);
 * ``oracle``: the sufficient-statistics estimator at every second alpha of the grid (0, 1e-4, 1e-3,
-  1e-2, 1e-1, 1, 10), the best test R^2 (chosen on test data: an upper bound, not a procedure);
+  ..., 1000), the best test R^2 (chosen on test data: an upper bound, not a procedure);
 * ``ridgecv``: non-private ``RidgeCV`` (13 alphas from 1e-3 to 1e3 in its summed-loss units).
 
 Usage::

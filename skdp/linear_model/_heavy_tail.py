@@ -54,7 +54,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         explicit delta should be well below ``1 / n_samples``; a fit warns
         with :class:`~skdp.PrivacyLeakWarning` when it is not. The solvers add
         Gaussian noise, so delta must be positive. ``privacy_spent_`` reports
-        the delta used.
+        the delta used. ``delta=0`` (pure DP) is accepted with
+        ``algorithm="sufficient_statistics"`` only.
     loss : {"squared", "huber", "absolute", "quantile"} or callable, default="squared"
         The per-row loss of the residual. A callable ``f(prediction, y) ->
         (values, derivatives)`` is accepted by ``algorithm="localized"`` and
@@ -82,7 +83,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         algorithms use the penalties as given (their clips bind less).
     fit_intercept : bool, default=True
     algorithm : {"auto", "clipped_gd", "localized", "known_lipschitz", "svt_sgd", "one_pass_glm", \
-            "localized_subgradient", "accelerated", "averaged_sgd", "proximal_sgd"}, default="auto"
+            "localized_subgradient", "accelerated", "averaged_sgd", "proximal_sgd", \
+            "sufficient_statistics"}, default="auto"
         The solver; "auto" chooses from public inputs only (see Notes):
 
         - "clipped_gd": full-batch clipped DP gradient descent with private,
@@ -105,7 +107,12 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         - "averaged_sgd": one-pass projected SGD with weighted averaging (Lowy
           and Razaviyayn, Algorithm 5; smooth losses);
         - "proximal_sgd": one-pass proximal SGD (Lowy and Razaviyayn,
-          Algorithm 6; smooth losses, L1 and elastic-net penalties).
+          Algorithm 6; smooth losses, L1 and elastic-net penalties);
+        - "sufficient_statistics": ridge regression from one private release
+          of ``X'X``, ``X'y`` and ``y'y`` (squared loss, no L1), where
+          ``alpha`` acts at every epsilon; pure DP with ``delta=0``. Its
+          noise grows like ``n_features^1.5``: it needs ``epsilon * n`` large
+          against that (see :mod:`skdp.solvers.heavy_tail.sufficient_statistics`).
 
         Only "clipped_gd" and "proximal_sgd" take an L1 penalty. A
         :class:`~skdp.solvers.Solver` instance is accepted too (it must belong

@@ -147,7 +147,8 @@ def ridge_solution(stats, penalty, ridge):
 
     ``penalty`` is a vector (diagonal) or a matrix. The eigenvalues of the
     symmetric system are floored at ``ridge / 2`` (at ``1e-12`` times the mean
-    diagonal when ``ridge = 0``), so every released matrix gives a solution.
+    diagonal when ``ridge = 0``, and at 1e-150), so every released matrix gives
+    a solution; a non-finite one gives zero coefficients.
     """
     p = stats.gram.shape[0]
     M = stats.gram + (np.diag(penalty) if np.ndim(penalty) == 1 else penalty) + ridge * np.eye(p)
@@ -160,8 +161,11 @@ def ridge_solution(stats, penalty, ridge):
         return np.zeros(p)
     scale = max(float(np.mean(np.abs(np.diag(M)))), 1e-300)
     floor = 0.5 * ridge if ridge > 0 else 1e-12 * scale
-    values = np.maximum(values, floor)
-    return vectors @ ((vectors.T @ stats.xty) / values)
+    values = np.maximum(values, max(floor, 1e-150))
+    with np.errstate(all="ignore"):
+        w = vectors @ ((vectors.T @ stats.xty) / values)
+    # A degenerate release (a zero matrix without noise) maps to the zero model.
+    return w if np.all(np.isfinite(w)) else np.zeros(p)
 
 
 def validation_loss(stats, w):
@@ -239,8 +243,10 @@ class SufficientStatistics(Solver):
         return GaussianRelease(1.0, 0.0 if math.isinf(budget.mu) else 1.0 / budget.mu)
 
     def plan(self, spec, budget):
-        one = self._one_release(budget)
-        return one if self.alphas is None else Parallel([one, one])
+        # With alphas, the run releases Parallel([one, one]) (two disjoint parts at the same
+        # noise multiplier), which costs exactly one release: the plan states that cost as one
+        # release, whose composition is much cheaper to calibrate.
+        return self._one_release(budget)
 
     def split(self, n, rng):
         """The validation and training rows: a seeded permutation (public rule, independent of the data)."""
