@@ -14,6 +14,7 @@ from skdp.losses import SquaredLoss
 from skdp.model_selection import DPRegularizationTuner
 from skdp.model_selection._selection import release_scores, row_scores
 from skdp.solvers import GLMProblem, SolverBudget, SufficientStatistics
+from skdp.solvers.heavy_tail.sufficient_statistics import release_statistics
 from privacy_harness import record_releases
 
 GRID = (1e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
@@ -130,21 +131,23 @@ def test_coupled_neighbours_every_release_within_its_sensitivity():
 
 
 def test_statistics_releases_of_the_tuner_on_neighbours_at_fixed_scales():
-    # At fixed (public) scales the two parts' releases differ in one part only, within its sensitivity.
+    # At fixed (released) scales and clip the two parts' releases differ in one part only, within
+    # its sensitivity; the clip's own release is an exponential mechanism (tested with the quantiles).
     X, y = _regression(n=600, d=3)
     Xi = np.hstack([np.clip(X, -3, 3), np.ones((600, 1))])
     X2, y2 = Xi.copy(), y.copy()
     X2[5, :3], y2[5] = 3.0, -1e6
-    bound = float(np.sqrt(3 * 9 + 1))
-    logs = []
-    for A, b in ((Xi, y), (X2, y2)):
-        problem = GLMProblem(A, b, SquaredLoss(), np.r_[np.ones(3), 0.0], radius=10.0, row_bound=bound,
-                             intercept=True)
-        with record_releases() as log:
-            SufficientStatistics(alphas=(0.0, 1.0)).run(None, problem, SolverBudget(1.0), np.random.default_rng(2))
-        logs.append(log)
-    gaps = [np.linalg.norm(a.value - b.value) / a.sensitivity for a, b in zip(*logs)]
-    assert len(gaps) == 2 and max(gaps) <= 1 + 1e-9 and min(gaps) == 0.0
+    val, train = SufficientStatistics(alphas=(0.0, 1.0)).split(600, np.random.default_rng(2))
+    gaps = []
+    for part in (val, train):
+        logs = []
+        for A, b in ((Xi, y), (X2, y2)):
+            with record_releases() as log:
+                release_statistics(A[part], b[part], 2.5, 4.0, SolverBudget(1.0), np.random.default_rng(0))
+            logs.append(log[0])
+        assert logs[0].event == logs[1].event
+        gaps.append(np.linalg.norm(logs[0].value - logs[1].value) / logs[0].sensitivity)
+    assert max(gaps) <= 1 + 1e-9 and min(gaps) == 0.0
 
 
 @pytest.mark.filterwarnings("ignore::skdp.PrivacyLeakWarning")

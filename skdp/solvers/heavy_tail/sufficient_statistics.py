@@ -13,11 +13,15 @@ level. Every regularisation strength's model, and its validation loss
 what :class:`~skdp.model_selection.DPRegularizationTuner` uses to tune
 ``alpha`` without paying per candidate.
 
-Sensitivity (replace-one). The pipeline clips every row ``x_i`` (intercept
-column included) to the public or released norm ``R`` (``problem.row_bound``);
-the solver clips every label to the public bound ``B`` (``label_bound``, in
-target scales). Then ``||a_i|| <= A = sqrt(R^2 + B^2)`` and, released as the
-vector ``(M_kk, sqrt(2) M_kl for k < l)`` whose L2 norm is ``||M||_F``,
+Sensitivity (replace-one). The solver clips every label to the public bound
+``B`` (``label_bound``, in target scales) and every augmented row ``a_i`` to
+the norm ``A``: ``clip_multiplier`` times a private median of the augmented
+row norms (:func:`~skdp.solvers.clip_threshold.private_clip`, one
+exponential-mechanism release, epsilon-DP), at most ``sqrt(R^2 + B^2)`` for the
+pipeline's row bound ``R``. (Clipping the whole augmented row weights the row,
+``x`` and ``y`` alike, instead of distorting it; at the median norm it cuts the
+noise several-fold against the pipeline's bound of 1.5 or more medians.) Then
+``||a_i|| <= A`` and, released as the vector ``(M_kk, sqrt(2) M_kl for k < l)`` whose L2 norm is ``||M||_F``,
 
 ``||a a^T - a' a'^T||_F^2 = ||a||^4 + ||a'||^4 - 2 (a . a')^2 <= 2 A^4``,
 
@@ -26,7 +30,7 @@ so the L2 sensitivity is ``sqrt(2) A^2 / n``
 with noise ``sqrt(2) A^2 / (n mu)`` is exactly ``mu``-GDP. For pure DP
 (``delta = 0``) the upper triangle gets Laplace noise: its L1 sensitivity is
 ``(q + 1) A^2 / n`` for ``q`` augmented coordinates
-(:func:`~skdp.mechanisms.second_moment_l1_sensitivity`). ``R``, ``B`` and ``n``
+(:func:`~skdp.mechanisms.second_moment_l1_sensitivity`). ``A``, ``B`` and ``n``
 are public or released before this step, so the noise scale is public. With
 ``alphas`` set (selection), the rows are split by a seeded permutation drawn
 from the fit's generator (independent of the data) into two disjoint parts,
@@ -54,10 +58,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...accounting import GaussianRelease, LaplaceRelease, Parallel
+from ...accounting import ExponentialMechanismRelease, GaussianRelease, LaplaceRelease, Parallel, Sequential
 from ...losses import SquaredLoss
 from ...mechanisms import private_second_moment, second_moment_l1_sensitivity, second_moment_sensitivity
-from .._contract import FRACTION, POSITIVE, Capabilities, Solver, SolverResult, optional, register_solver
+from ..clip_threshold import private_clip
+from .._contract import FRACTION, POSITIVE, POSITIVE_TUPLE, Capabilities, Solver, SolverResult, optional, register_solver
 from ..._validation import Interval, Predicate
 
 __all__ = ["SufficientStatistics", "ReleasedStatistics", "release_statistics", "ridge_solution",
@@ -116,8 +121,12 @@ def _noise_level(bound, n, q, budget):
     return std, None, std
 
 
-def release_statistics(X, y, row_bound, label_bound, budget, rng):
-    """Release the statistics of the rows ``X`` (clipped to ``row_bound``) and labels clipped to ``label_bound``.
+def release_statistics(X, y, bound, label_bound, budget, rng):
+    """Release the statistics of the rows ``[x, clip(y, label_bound)]``, each clipped to norm ``bound``.
+
+    Clipping the augmented row scales ``x`` and ``y`` together, so a clipped row
+    enters ``X'X`` and ``X'y`` with the same weight (a weighted least-squares
+    row, not a distorted one). ``bound = inf`` (only without noise) clips nothing.
 
     Returns
     -------
@@ -127,7 +136,6 @@ def release_statistics(X, y, row_bound, label_bound, budget, rng):
     n, p = X.shape
     y = np.clip(np.asarray(y, dtype=float), -label_bound, label_bound)
     A = np.hstack([np.asarray(X, dtype=float), y[:, None]])
-    bound = math.hypot(row_bound, label_bound)
     std, scale, diag_std = _noise_level(bound, n, p + 1, budget)
     if scale is not None:
         M, event = private_second_moment(A, bound, 0.0, random_state=rng, laplace_scale=scale)
@@ -203,6 +211,15 @@ class SufficientStatistics(Solver):
         validation part (the estimator's ``alpha`` is then the unit).
     validation_fraction : float in (0, 1), default=0.5
         Share of the rows in the validation part (selection only).
+    ridge_multipliers : tuple of float > 0, default=(0.25, 0.5, 1.0)
+        Selection: the privacy ridge factors tried with every ``alpha``, as
+        multiples of ``ridge_factor`` (the noise is isotropic, a penalty in
+        the original units is not, so the two are chosen together).
+    clip_quantile : float in (0, 1), default=0.5
+        The augmented rows ``[x, clip(y)]`` are clipped at ``clip_multiplier``
+        times this private quantile of their norms (one exponential-mechanism
+        release at the plan's quantile epsilon), at most ``sqrt(R^2 + B^2)``.
+    clip_multiplier : float > 0, default=1.0
     score_margin : float >= 0, default=2.0
         Selection: ``alpha`` minimises the validation loss plus this many
         standard deviations of its noise (:func:`validation_noise`).
@@ -212,6 +229,9 @@ class SufficientStatistics(Solver):
     ridge_factor: float = 1.0
     alphas: tuple = None
     validation_fraction: float = 0.5
+    ridge_multipliers: tuple = (0.25, 0.5, 1.0)
+    clip_quantile: float = 0.5
+    clip_multiplier: float = 1.0
     score_margin: float = 2.0
 
     name = "sufficient_statistics"
@@ -222,6 +242,9 @@ class SufficientStatistics(Solver):
         "ridge_factor": [POSITIVE],
         "alphas": [_GRID],
         "validation_fraction": [FRACTION],
+        "ridge_multipliers": [POSITIVE_TUPLE],
+        "clip_quantile": [FRACTION],
+        "clip_multiplier": [POSITIVE],
         "score_margin": [Interval(numbers.Real, 0, math.inf, closed="left")],
     }
 
@@ -242,11 +265,14 @@ class SufficientStatistics(Solver):
                 else GaussianRelease(1.0, 0.0)
         return GaussianRelease(1.0, 0.0 if math.isinf(budget.mu) else 1.0 / budget.mu)
 
+    def n_quantiles(self, spec):
+        return 1  # the clip of the augmented rows
+
     def plan(self, spec, budget):
         # With alphas, the run releases Parallel([one, one]) (two disjoint parts at the same
         # noise multiplier), which costs exactly one release: the plan states that cost as one
         # release, whose composition is much cheaper to calibrate.
-        return self._one_release(budget)
+        return Sequential([ExponentialMechanismRelease(budget.quantile_epsilon), self._one_release(budget)])
 
     def split(self, n, rng):
         """The validation and training rows: a seeded permutation (public rule, independent of the data)."""
@@ -255,33 +281,47 @@ class SufficientStatistics(Solver):
         return np.sort(order[:n_val]), np.sort(order[n_val:])
 
     def run(self, spec, problem, budget, rng):
-        bound = float(problem.row_bound)
         noisy = math.isfinite(budget.pure_epsilon) if budget.pure else math.isfinite(budget.mu)
         label_bound = self.label_bound if noisy else math.inf
+        if noisy:
+            upper = math.hypot(problem.row_bound, label_bound)
+            norms = np.hypot(problem.norms, np.minimum(np.abs(problem.y), label_bound))
+            median, q_event = private_clip(problem, self.clip_quantile, budget.quantile_epsilon, rng,
+                                           values=norms, upper=upper)
+            bound, released = min(upper, self.clip_multiplier * median), [q_event]
+        else:
+            bound, released = math.inf, []
         penalty = problem.penalty_matrix if problem.penalty_matrix is not None else problem.penalty
         X = np.asarray(problem.X)
+        info = {"label_bound": label_bound, "clip": bound}
         if self.alphas is None:
             stats, event = release_statistics(X, problem.y, bound, label_bound, budget, rng)
             ridge = privacy_ridge(stats, self.ridge_factor)
             coef = ridge_solution(stats, penalty, ridge)
-            return SolverResult(coef, event, {"privacy_ridge": ridge, "noise_std": stats.noise_std,
-                                              "label_bound": label_bound})
+            return SolverResult(coef, Sequential([*released, event]),
+                                {**info, "privacy_ridge": ridge, "noise_std": stats.noise_std})
         val, train = self.split(problem.n_samples, rng)
         s_val, ev_val = release_statistics(X[val], problem.y[val], bound, label_bound, budget, rng)
         s_train, ev_train = release_statistics(X[train], problem.y[train], bound, label_bound, budget, rng)
-        ridge_train = privacy_ridge(s_train, self.ridge_factor)
-        models = [ridge_solution(s_train, a * penalty, ridge_train) for a in self.alphas]
-        scores = np.array([validation_loss(s_val, w) for w in models])
-        # The noise of a score grows with ||w||^2 (its standard deviation is about
-        # noise_std (1 + ||w||^2) / 2 for the Gaussian release), so the plain argmin favours
-        # the weakest penalties by chance: choose by an upper bound of the score instead.
-        margins = np.array([validation_noise(s_val, w) for w in models])
-        upper = np.where(np.isfinite(scores + margins), scores + self.score_margin * margins, np.inf)
-        best = int(np.argmin(upper))
+        factors = [self.ridge_factor * m for m in self.ridge_multipliers]
+        scores = np.full((len(factors), len(self.alphas)), np.inf)
+        upper = np.full_like(scores, np.inf)
+        for i, factor in enumerate(factors):
+            ridge_train = privacy_ridge(s_train, factor)
+            for j, a in enumerate(self.alphas):
+                w = ridge_solution(s_train, a * penalty, ridge_train)
+                scores[i, j] = validation_loss(s_val, w)
+                # The noise of a score grows with ||w||^2 (its standard deviation is about
+                # noise_std (1 + ||w||^2) / 2), so the plain argmin favours the weakest
+                # penalties by chance: choose by an upper bound of the score instead.
+                upper[i, j] = scores[i, j] + self.score_margin * validation_noise(s_val, w)
+        upper = np.where(np.isfinite(upper), upper, np.inf)
+        i_best, best = np.unravel_index(int(np.argmin(upper)), upper.shape)
         full = s_val + s_train
-        ridge = privacy_ridge(full, self.ridge_factor)
+        ridge = privacy_ridge(full, factors[i_best])
         coef = ridge_solution(full, self.alphas[best] * penalty, ridge)
-        return SolverResult(coef, Parallel([ev_val, ev_train]),
-                            {"privacy_ridge": ridge, "noise_std": full.noise_std, "label_bound": label_bound,
-                             "alpha_index": best, "validation_scores": scores,
-                             "n_validation": int(val.size)})
+        scores = scores[i_best]
+        return SolverResult(coef, Sequential([*released, Parallel([ev_val, ev_train])]),
+                            {**info, "privacy_ridge": ridge, "noise_std": full.noise_std,
+                             "alpha_index": int(best), "ridge_factor": factors[i_best],
+                             "validation_scores": scores, "n_validation": int(val.size)})
