@@ -268,6 +268,10 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         self._run_private(planned, solve, n_samples=X.shape[0])
         self.best_index_ = int(inner.schedule_["alpha_index"])
         self.validation_scores_ = np.asarray(inner.schedule_["validation_scores"])
+        for alpha, score in zip(grid, self.validation_scores_):
+            self._log(f"alpha={alpha:g}: validation loss {score:.5g} on the released statistics")
+        self._log(f"chose alpha={grid[self.best_index_]:g} (privacy ridge factor "
+                  f"{inner.schedule_['ridge_factor']:g}); final model from both parts' statistics")
         # The model was solved at alpha_ (a multiple of the unit penalty): say so in its parameters.
         inner.set_params(alpha=grid[self.best_index_], algorithm=solver)
         self.best_estimator_ = inner
@@ -304,6 +308,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
                 "with delta=0 (pure DP) use the sufficient-statistics estimator or method='split'. Nothing "
                 "was spent.")
         parts, _ = self._budget_parts(method, k, n)
+        # The pick's epsilon, a relative margin below the target for the calibration's rounding.
+        eps_pick = eps * (1.0 - 1e-10)
         extra = {"C": 1.0} if classifier else {}
 
         def candidate(alpha, epsilon):
@@ -330,7 +336,7 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
                 refits = [planned(eps_r, a, n) for a in {0.0 if a == 0 else 1.0 for a in grid}]
                 scores = GaussianRelease(1.0, 0.0 if math.isinf(mu_v) else 1.0 / mu_v)
                 return Sequential([Parallel([train, scores]), _worst(refits, delta)])
-            return Parallel([train, _exponential(eps)])
+            return Parallel([train, _exponential(eps_pick)])
 
         if math.isinf(eps):
             t = 1.0
@@ -360,7 +366,7 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
                     train_events, final_event = run.events[:k], run.events[k]
                     event = Sequential([Parallel([Sequential(train_events), score_event]), final_event])
                     return event, (best, means, final)
-                best, pick_event = report_noisy_min(scores, bound, eps, rng)
+                best, pick_event = report_noisy_min(scores, bound, eps_pick, rng)
                 event = Parallel([Sequential(run.events), pick_event])
                 return event, (best, None, fitted[best])
 

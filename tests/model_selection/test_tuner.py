@@ -65,6 +65,16 @@ def test_total_equals_target_on_the_ledger(method):
     assert tuner.best_estimator_.alpha == tuner.alpha_
 
 
+@pytest.mark.parametrize("method", ["select", "split"])
+def test_pure_dp_total_equals_target(method):
+    X, y = _regression(n=1500)
+    acc = BudgetAccountant()
+    tuner = DPRegularizationTuner(alphas=(0.01, 1.0), method=method, epsilon=0.8, delta=0.0, accountant=acc,
+                                  random_state=0).fit(X, y)
+    assert tuner.privacy_spent_.delta == 0.0 and acc.spent.delta == 0.0
+    assert acc.spent.epsilon == pytest.approx(0.8, rel=1e-6) and acc.spent.epsilon <= 0.8
+
+
 def test_general_select_with_a_classifier_delegates_and_spends_the_target():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1200, 4))
