@@ -113,7 +113,8 @@ def run_cell(problem, n, eps, seed):
     add("tuned", DPRegularizationTuner(epsilon=eps, accountant=BudgetAccountant(), random_state=rs),
         alpha_of=lambda m: m.alpha_)
     add("split", DPRegularizationTuner(alphas=ORACLE_ALPHAS, epsilon=eps, method="split",
-                                       accountant=BudgetAccountant(), random_state=rs), alpha_of=lambda m: m.alpha_)
+                                       accountant=BudgetAccountant(), random_state=rs),
+        alpha_of=lambda m: m.alpha_)
     best = None
     for a in ORACLE_ALPHAS:
         r2, fitted, seconds = evaluate(data, DPHeavyTailRegressor(
@@ -170,7 +171,8 @@ def summarize():
     med["closed_vs_default"] = np.where(gap > 0.01, (med["tuned"] - med["default"]) / gap, np.nan)
     gap_ss = med["oracle"] - med["ss_default"]
     med["closed_vs_ss_default"] = np.where(gap_ss > 0.01, (med["tuned"] - med["ss_default"]) / gap_ss, np.nan)
-    alpha = raw[raw.method == "tuned"].groupby(["problem", "n", "epsilon"])["alpha"].median().rename("tuned_alpha")
+    tuned = raw[raw.method == "tuned"].groupby(["problem", "n", "epsilon"])
+    alpha = tuned["alpha"].median().rename("tuned_alpha")
     med = med.join(alpha)
     cols = ["seeds", "default", "ss_default", "tuned", "split", "oracle", "ridgecv", "closed_vs_default",
             "closed_vs_ss_default", "tuned_alpha"]

@@ -52,7 +52,7 @@ def row_scores(model, X, y, classifier, target_scale=1.0):
 
 
 def release_scores(scores, bound, mu, rng):
-    """Release the means of a ``(n_val, k)`` matrix of per-row scores (clipped to ``[0, bound]``) at ``mu``-GDP.
+    """Release the column means of ``(n_val, k)`` per-row scores (clipped to ``[0, bound]``) at ``mu``-GDP.
 
     Returns
     -------

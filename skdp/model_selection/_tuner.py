@@ -147,8 +147,10 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(20000, 10))
     >>> y = X @ rng.normal(size=10) + rng.normal(size=20000)
-    >>> tuner = DPRegularizationTuner(epsilon=1.0, random_state=0).fit(X, y)
-    >>> bool(tuner.score(X, y) > 0.85), round(tuner.privacy_spent_.epsilon, 6)
+    >>> from skdp import BudgetAccountant
+    >>> ledger = BudgetAccountant(epsilon=1.0)
+    >>> tuner = DPRegularizationTuner(epsilon=1.0, accountant=ledger, random_state=0).fit(X, y)
+    >>> bool(tuner.score(X, y) > 0.85), round(ledger.spent.epsilon, 6)
     (True, 1.0)
     """
 
@@ -174,10 +176,13 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
 
     # -- public rules (parameters only) ---------------------------------------------------------
     def _base(self):
-        return DPHeavyTailRegressor(algorithm="sufficient_statistics") if self.estimator is None else self.estimator
+        if self.estimator is None:
+            return DPHeavyTailRegressor(algorithm="sufficient_statistics")
+        return self.estimator
 
     def _grid(self):
-        return tuple(float(a) for a in (DEFAULT_ALPHAS if self.alphas is None else np.asarray(self.alphas, float)))
+        grid = DEFAULT_ALPHAS if self.alphas is None else np.asarray(self.alphas, dtype=float)
+        return tuple(float(a) for a in grid)
 
     @staticmethod
     def _statistics_solver(estimator):
@@ -210,7 +215,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         """
         for name, value in fit_params.items():
             if name != "sample_weight" or value is not None:
-                raise TypeError(f"{type(self).__name__}.fit does not take {name}={value!r}. Nothing was spent.")
+                raise TypeError(f"{type(self).__name__}.fit does not take {name}={value!r}. Nothing was "
+                                "spent.")
         self._validate_privacy_params()
         if self.method == "bilevel":
             raise InvalidParameterError(
@@ -224,7 +230,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             check_classification_targets(y)
         n = X.shape[0]
         if n < 4:
-            raise ValueError(f"{type(self).__name__} needs at least 4 samples (two per part); got n_samples = {n}.")
+            raise ValueError(f"{type(self).__name__} needs at least 4 samples (two per part); got "
+                             f"n_samples = {n}.")
         delta = self._resolve_delta(n)
         grid = self._grid()
         common = {"delta": delta, "random_state": None, "verbose": 0}
@@ -246,7 +253,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         classes = base.get_params(deep=False).get("classes")
         if classes is not None:
             return classes
-        warnings.warn("The estimator has classes=None: the set of labels is read from y and released with the "
+        warnings.warn("The estimator has classes=None: the set of labels is read from y and released with "
+                      "the "
                       "model (classes_); a rare label can reveal a person. Pass the public list of labels as "
                       "classes= to the estimator.", PrivacyLeakWarning, stacklevel=3)
         return np.unique(y)
@@ -255,7 +263,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         """``"select"`` on the released sufficient statistics (one release's cost)."""
         inner = clone(base).set_params(
             epsilon=self.epsilon, alpha=1.0, l1_ratio=0.0,
-            algorithm=solver.replace(alphas=grid, validation_fraction=float(self.validation_fraction)), **common)
+            algorithm=solver.replace(alphas=grid, validation_fraction=float(self.validation_fraction)),
+            **common)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             planned = clone(inner)._planned_event(X, y)

@@ -1,4 +1,4 @@
-"""DPRegularizationTuner: the choice without noise, accounting, coupled neighbours, scikit-learn integration."""
+"""DPRegularizationTuner: the choice without noise, accounting, neighbours, scikit-learn integration."""
 
 import math
 
@@ -54,9 +54,10 @@ def test_without_noise_the_choice_is_the_grid_argmin_of_the_validation_loss(grid
 def test_total_equals_target_on_the_ledger(method):
     X, y = _regression(n=1500)
     acc = BudgetAccountant()
-    estimator = DPHeavyTailRegressor(algorithm="sufficient_statistics", epsilon=50.0)  # the tuner overrides it
-    tuner = DPRegularizationTuner(estimator, alphas=(0.01, 0.1, 1.0), method=method, epsilon=0.7, accountant=acc,
-                                  random_state=0).fit(X, y)
+    # The estimator's own epsilon is overridden by the tuner.
+    estimator = DPHeavyTailRegressor(algorithm="sufficient_statistics", epsilon=50.0)
+    tuner = DPRegularizationTuner(estimator, alphas=(0.01, 0.1, 1.0), method=method, epsilon=0.7,
+                                  accountant=acc, random_state=0).fit(X, y)
     assert tuner.privacy_spent_.epsilon == pytest.approx(0.7, rel=1e-6)
     assert tuner.privacy_spent_.epsilon <= 0.7
     assert len(acc.events) == 1
@@ -80,8 +81,8 @@ def test_general_select_with_a_classifier_delegates_and_spends_the_target():
     X = rng.normal(size=(1200, 4))
     y = np.where(X @ [2.0, -1.0, 0.5, 0.0] + 0.5 * rng.normal(size=1200) > 0, "yes", "no")
     acc = BudgetAccountant()
-    tuner = DPRegularizationTuner(DPInterpolatingClassifier(classes=["no", "yes"], C=10.0), alphas=(1e-3, 1e-1),
-                                  method="select", epsilon=2.0, accountant=acc, random_state=0).fit(X, y)
+    tuner = DPRegularizationTuner(DPInterpolatingClassifier(classes=["no", "yes"], C=10.0),
+                                  alphas=(1e-3, 1e-1), method="select", epsilon=2.0, accountant=acc, random_state=0).fit(X, y)
     assert acc.spent.epsilon == pytest.approx(2.0, rel=1e-6)
     assert list(tuner.classes_) == ["no", "yes"]
     proba = tuner.predict_proba(X[:5])
@@ -94,7 +95,8 @@ def test_general_select_with_a_classifier_delegates_and_spends_the_target():
 def test_pipeline_and_cross_val_score_charge_a_shared_accountant():
     X, y = _regression(n=1200)
     acc = BudgetAccountant()
-    pipe = make_pipeline(StandardScaler(), DPRegularizationTuner(alphas=(0.0, 1.0), epsilon=0.5, accountant=acc))
+    tuner = DPRegularizationTuner(alphas=(0.0, 1.0), epsilon=0.5, accountant=acc)
+    pipe = make_pipeline(StandardScaler(), tuner)
     scores = cross_val_score(pipe, X, y, cv=3)
     assert scores.shape == (3,)
     assert len(acc.events) == 3

@@ -62,7 +62,7 @@ from ...accounting import ExponentialMechanismRelease, GaussianRelease, LaplaceR
 from ...losses import SquaredLoss
 from ...mechanisms import private_second_moment, second_moment_l1_sensitivity, second_moment_sensitivity
 from ..clip_threshold import private_clip
-from .._contract import FRACTION, POSITIVE, POSITIVE_TUPLE, Capabilities, Solver, SolverResult, optional, register_solver
+from .._contract import FRACTION, POSITIVE_TUPLE, PUBLIC_CLIP, Capabilities, Solver, SolverResult, register_solver
 from ..._validation import Interval, Predicate
 
 __all__ = ["SufficientStatistics", "ReleasedStatistics", "release_statistics", "ridge_solution",
@@ -70,6 +70,7 @@ __all__ = ["SufficientStatistics", "ReleasedStatistics", "release_statistics", "
 
 # Default label clip in target scales (the standardised target has scale about 1).
 LABEL_BOUND = 4.0
+_FACTOR = Interval(numbers.Real, 1e-6, 1e6, closed="both")
 _GRID = Predicate(lambda v: v is None or (isinstance(v, tuple) and len(v) > 0
                                           and all(isinstance(a, (int, float)) and math.isfinite(a) and a >= 0
                                                   for a in v)),
@@ -237,23 +238,26 @@ class SufficientStatistics(Solver):
     name = "sufficient_statistics"
     family = "heavy_tail"
     capabilities = Capabilities(matrix_penalty=True, pure_dp=True, smooth_only=True)
+    # Public ranges, so that no bound, ridge or margin can overflow or underflow after the reservation.
     _parameter_constraints = {
-        "label_bound": [POSITIVE],
-        "ridge_factor": [POSITIVE],
+        "label_bound": [PUBLIC_CLIP],
+        "ridge_factor": [_FACTOR],
         "alphas": [_GRID],
         "validation_fraction": [FRACTION],
-        "ridge_multipliers": [POSITIVE_TUPLE],
+        "ridge_multipliers": [Predicate(lambda v: POSITIVE_TUPLE.is_satisfied_by(v)
+                                        and all(_FACTOR.is_satisfied_by(x) for x in v),
+                                        "a non-empty tuple of numbers in [1e-6, 1e6]")],
         "clip_quantile": [FRACTION],
-        "clip_multiplier": [POSITIVE],
-        "score_margin": [Interval(numbers.Real, 0, math.inf, closed="left")],
+        "clip_multiplier": [_FACTOR],
+        "score_margin": [Interval(numbers.Real, 0, 1e6, closed="both")],
     }
 
     def check(self, spec):
         super().check(spec)
         if not isinstance(spec.loss, SquaredLoss):
+            name = getattr(spec.loss, "name", "?")
             raise ValueError(f"algorithm='sufficient_statistics' needs loss='squared' (the model follows from "
-                             f"X'X and X'y only for the squared loss); got the {getattr(spec.loss, 'name', '?')} "
-                             "loss. Nothing was spent.")
+                             f"X'X and X'y only for the squared loss); got the {name} loss. Nothing was spent.")
         if spec.n_outputs != 1:
             raise ValueError("algorithm='sufficient_statistics' fits one output.")
         if self.alphas is not None and spec.n_samples < 4:

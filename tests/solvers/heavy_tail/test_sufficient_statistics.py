@@ -29,7 +29,8 @@ def test_without_noise_it_is_ridge_in_elasticnet_units(alpha, fit_intercept):
                                  fit_intercept=fit_intercept).fit(X, y)
     # ElasticNet's alpha penalises the mean loss; Ridge's the summed loss.
     ridge = Ridge(alpha=alpha * len(y), fit_intercept=fit_intercept).fit(X, y)
-    net = ElasticNet(alpha=alpha, l1_ratio=0.0, fit_intercept=fit_intercept, tol=1e-12, max_iter=100_000).fit(X, y)
+    net = ElasticNet(alpha=alpha, l1_ratio=0.0, fit_intercept=fit_intercept, tol=1e-12,
+                     max_iter=100_000).fit(X, y)
     np.testing.assert_allclose(model.coef_, ridge.coef_, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(model.intercept_, ridge.intercept_, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(model.coef_, net.coef_, rtol=1e-6, atol=1e-8)
@@ -45,7 +46,8 @@ def test_refused_before_spend(params):
 
 
 def _problem(X, y, row_bound):
-    return GLMProblem(X, y, SquaredLoss(), np.zeros(X.shape[1]), radius=10.0, row_bound=row_bound, intercept=True)
+    return GLMProblem(X, y, SquaredLoss(), np.zeros(X.shape[1]), radius=10.0, row_bound=row_bound,
+                      intercept=True)
 
 
 # A huge clip multiplier makes the clip the public bound sqrt(R^2 + B^2), the same on both datasets
@@ -93,8 +95,8 @@ def test_pure_dp_fit_spends_epsilon_with_delta_zero():
     acc = BudgetAccountant()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = DPHeavyTailRegressor(epsilon=2.0, delta=0.0, algorithm="sufficient_statistics", accountant=acc,
-                                     random_state=0).fit(X, y)
+        model = DPHeavyTailRegressor(epsilon=2.0, delta=0.0, algorithm="sufficient_statistics",
+                                     accountant=acc, random_state=0).fit(X, y)
     assert model.privacy_spent_.delta == 0.0
     assert model.privacy_spent_.epsilon == pytest.approx(2.0, rel=1e-6)
     with pytest.raises(ValueError, match="delta"):
