@@ -58,7 +58,7 @@ FIELDS = ["problem", "n", "epsilon", "seed", "method", "r2", "alpha", "seconds"]
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 SIZES = {"ct_scale": (2000, 5000, 20000), "toeplitz": (2000, 20000), "diabetes": (331,)}
 # The order of the run: small cells first, so that a run cut short still covers every problem.
-ORDER = [("toeplitz", 2000), ("diabetes", 331), ("ct_scale", 2000), ("ct_scale", 5000), ("toeplitz", 20000),
+ORDER = [("ct_scale", 2000), ("toeplitz", 2000), ("diabetes", 331), ("ct_scale", 5000), ("toeplitz", 20000),
          ("ct_scale", 20000)]
 ORACLE_ALPHAS = DEFAULT_ALPHAS[::2]
 

@@ -86,8 +86,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
       sharing the whole budget, one candidate chosen by report-noisy-min (the
       exponential mechanism) on the validation part at the whole budget, no
       refit: ``best_estimator_`` is that candidate.
-    - ``"auto"``: ``"select"`` (see the benchmark in ``benchmarks/tuning``: it
-      is ahead of ``"split"`` or tied in every measured cell).
+    - ``"auto"``: ``"select"`` (in ``benchmarks/tuning`` it is ahead of
+      ``"split"`` in the median of every measured cell).
     - ``"bilevel"`` (the DP bilevel algorithm of Kornowski) is not implemented:
       it is refused before anything is spent.
 
