@@ -42,9 +42,11 @@ scikit-learn's reproducibility (same seed, same noise); reusing it warns with
 :class:`~skdp.PrivacyLeakWarning`.
 """
 
+import contextvars
 import math
 import numbers
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -53,9 +55,39 @@ from .accounting.budget import capture_default, resolve_default
 from .accounting.events import PrivacyEvent
 from ._validation import Interval, Options, validate_params
 
-__all__ = ["DPEstimatorMixin"]
+__all__ = ["DPEstimatorMixin", "nested_fits"]
 
 _PRIVACY_TOLERANCE = 1e-9
+# The open private run of a meta-estimator in this context (see nested_fits), or None.
+_NESTED_RUN = contextvars.ContextVar("skdp_nested_run", default=None)
+
+
+class NestedRun:
+    """What the fits inside :func:`nested_fits` released: their events, in order, and the noise source."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.events = []
+
+
+@contextmanager
+def nested_fits(rng):
+    """Run inner fits inside a meta-estimator's private run (its ``solve``), charged by it.
+
+    Inside the block, :meth:`DPEstimatorMixin._run_private` of any estimator
+    does not touch an accountant: it runs the fit with a generator spawned from
+    ``rng`` (the meta-estimator's noise), checks the released event against
+    the fit's plan, and appends it to ``run.events``. The meta-estimator
+    reserved, before reading the data, a planned event that covers all of
+    them, and settles with their composition: every release reaches the user's
+    ledger once, through one ``_run_private``.
+    """
+    run = NestedRun(rng)
+    token = _NESTED_RUN.set(run)
+    try:
+        yield run
+    finally:
+        _NESTED_RUN.reset(token)
 
 
 class DPEstimatorMixin:
@@ -199,6 +231,9 @@ class DPEstimatorMixin:
         """
         if not isinstance(planned_event, PrivacyEvent):
             raise TypeError("planned_event must be a PrivacyEvent.")
+        nested = _NESTED_RUN.get()
+        if nested is not None:
+            return self._run_nested(planned_event, solve, nested, n_samples)
         fit_delta = self._resolve_delta(n_samples, warn=False)
         accountant = self._resolve_accountant()
         material = self._noise_seed_material()
@@ -240,6 +275,29 @@ class DPEstimatorMixin:
         self.privacy_event_ = event
         self.privacy_spent_ = PrivacySpent(spent, fit_delta)
         self._log(f"spent epsilon={spent:.4g} at delta={fit_delta:.3g}")
+        return result
+
+    def _run_nested(self, planned_event, solve, nested, n_samples):
+        """The private part of a fit inside a meta-estimator's run (:func:`nested_fits`): no accountant."""
+        fit_delta = self._resolve_delta(n_samples, warn=False)
+        rng = nested.rng.spawn(1)[0]
+        # The block is closed while the inner solver runs: its own inner fits (none today) would
+        # otherwise be recorded twice.
+        token = _NESTED_RUN.set(None)
+        try:
+            with np.errstate(all="ignore"):
+                event, result = solve(rng)
+        finally:
+            _NESTED_RUN.reset(token)
+        if not isinstance(event, PrivacyEvent):
+            raise TypeError("The solver must return a PrivacyEvent with its result.")
+        nested.events.append(event)
+        if fit_delta > 0 and event.epsilon(fit_delta) > planned_event.epsilon(fit_delta) * (
+                1.0 + _PRIVACY_TOLERANCE) + 1e-12:
+            raise RuntimeError("Internal privacy error: an inner fit released more than planned. The model is "
+                               "withheld.")
+        self.privacy_event_ = event
+        self.privacy_spent_ = PrivacySpent(event.epsilon(fit_delta), fit_delta)
         return result
 
     # -- scikit-learn tags ------------------------------------------------------------------

@@ -15,7 +15,8 @@ the results, which is exactly the seed reuse that PrivacyLeakWarning reports.
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skdp import DPHeavyTailRegressor, DPZerothOrderRegressor
+from skdp import DPHeavyTailRegressor, DPInterpolatingClassifier, DPZerothOrderRegressor
+from skdp.model_selection import DPRegularizationTuner
 from toy_estimator import ToyDPRidge
 
 HEAVY_TAIL = [
@@ -62,4 +63,16 @@ def test_zeroth_order_regressor(estimator, check):
 @pytest.mark.filterwarnings(SEED_REUSE)
 @parametrize_with_checks(TOY)
 def test_toy_ridge(estimator, check):
+    check(estimator)
+
+
+TUNERS = [DPRegularizationTuner(),
+          DPRegularizationTuner(DPInterpolatingClassifier(), alphas=(1e-3, 1e-1), method="select")]
+
+
+@pytest.mark.filterwarnings("ignore::skdp.LowBudgetWarning")
+@pytest.mark.filterwarnings(SEED_REUSE)
+@pytest.mark.filterwarnings("ignore:.*classes=None.*:skdp.PrivacyLeakWarning")
+@parametrize_with_checks(TUNERS)
+def test_tuner(estimator, check):
     check(estimator)

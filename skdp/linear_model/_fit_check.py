@@ -153,7 +153,7 @@ class FitCheck:
 
 
 def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=None, *, starved=False,
-                      predictions=None):
+                      predictions=None, pure_epsilon=None):
     """Release the clipped training-set improvement of a model over the constant ``center``.
 
     Parameters
@@ -175,6 +175,9 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
         that is not linear (then ``X``, ``coef`` and ``intercept`` are not
         used). Each must depend on its own row only: the sensitivity argument
         is per row.
+    pure_epsilon : float or None, default=None
+        For a pure-DP fit: release with Laplace noise at this epsilon instead
+        (``mu`` is then unused).
 
     Returns
     -------
@@ -210,6 +213,11 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     constant = np.where(np.isfinite(constant), np.minimum(constant, bound), bound)
     value = float(np.mean(constant - model))
     sensitivity = 2.0 * bound / n
+    if pure_epsilon is not None:
+        released, event = budgeted_release(value, ("pure", pure_epsilon), sensitivity, l1_sensitivity=sensitivity,
+                                           random_state=random_state)
+        scale = 0.0 if math.isinf(pure_epsilon) else sensitivity / pure_epsilon
+        return FitCheck(float(released), math.sqrt(2.0) * scale, event, bool(starved))
     noise_std = 0.0 if math.isinf(mu) else sensitivity / mu
     released, event = gaussian_mechanism(value, sensitivity, noise_std, random_state=random_state)
     return FitCheck(float(released), noise_std, event, bool(starved))

@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import DPEstimatorMixin
+from .._validation import validate_params
 from ..accounting import LowBudgetWarning, Sequential
 from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver, progress_hook, solver_names
 from ._bounds import resolve_bounds
@@ -164,9 +165,16 @@ class PrivateLinearModel(DPEstimatorMixin):
             else:
                 raise TypeError(f"{type(self).__name__}.fit got an unexpected keyword argument {name!r}.")
 
-    def _fit(self, X, y):
-        reporter = FitReporter(self)
-        self._validate_privacy_params()
+    def _prepare_fit(self, X, y, *, warn=True):
+        """Every check a fit makes before its reservation, and the budget plan (public inputs only).
+
+        Returns the validated (and, with declared bounds, clipped) ``X`` and ``y``,
+        ``n``, ``d`` and the plan. Used by :meth:`_fit` and by :meth:`_planned_event`.
+        """
+        if warn:
+            self._validate_privacy_params()
+        else:
+            validate_params(self)
         requested = self._requested_solver()  # refuses unavailable solvers before reading data
         self._check_parameters()
         X, y = self._validate_fit_data(X, y)
@@ -177,12 +185,26 @@ class PrivateLinearModel(DPEstimatorMixin):
                                         getattr(self, "feature_names_in_", None), sp.issparse(X))
         if self._declared is not None:
             X, y = self._declared.clip(X), self._declared.clip_target(y)
-        self._resolve_delta(n)  # "auto" -> default_delta(n); an explicit delta >= 1 / n warns
+        self._resolve_delta(n, warn=warn)  # "auto" -> default_delta(n); an explicit delta >= 1 / n warns
         solver = requested if requested is not None else self._configured(self._choose_algorithm(n, d))
         solver.check(self._problem_spec(solver, n, d, "none"))
         plan = self._plan(solver, n, d)
         if plan.solver is not solver:
             plan.solver.check(plan.spec)  # a variant chosen by the plan is checked too, before any spend
+        return X, y, n, d, plan
+
+    def _planned_event(self, X, y):
+        """The event a fit on ``(X, y)`` would plan, with every check a fit makes before its reservation.
+
+        Reads only what a fit reads before spending (shapes, types, finiteness,
+        the public label set): a meta-estimator calls it on a clone, before
+        its own reservation, for every inner fit it will run.
+        """
+        return self._prepare_fit(X, y, warn=False)[4].event
+
+    def _fit(self, X, y):
+        reporter = FitReporter(self)
+        X, y, n, d, plan = self._prepare_fit(X, y)
         self._warn_if_predicted_poor(plan, n, d)
         reporter.plan(plan, n, d, self._resolve_delta(n, warn=False), isinstance(self.delta, str), self.epsilon)
 
@@ -268,9 +290,11 @@ class PrivateLinearModel(DPEstimatorMixin):
         """
         if not self._has_fit_check:
             return PostFit(coef, intercept)
+        kind, level = plan.post_budget("check") if plan.post_budgets else ("gaussian", plan.check_mu)
         check = private_fit_check(X, y, coef, intercept, self._constant_prediction(scaling), scaling.target_scale,
                                   plan.check_mu, rng, starved=plan.starved,
-                                  predictions=self._check_predictions(X, scaling, coef, intercept))
+                                  predictions=self._check_predictions(X, scaling, coef, intercept),
+                                  pure_epsilon=level if kind == "pure" else None)
         return PostFit(coef, intercept, check, [check.event])
 
     def _unscale(self, scaling, coef):

@@ -37,7 +37,7 @@ from .scaling import (
     private_robust_scaling,
     robust_scaling_event,
 )
-from .second_moment import private_second_moment, second_moment_sensitivity
+from .second_moment import private_second_moment, second_moment_l1_sensitivity, second_moment_sensitivity
 from .sparse_vector import SparseVector, sparse_vector_event
 from .spectral import MAX_GRAM_SIZE, private_top_eigenvalue, top_eigenvalue
 from .tree import TreeAggregator, tree_depth, tree_nodes
@@ -79,6 +79,7 @@ __all__ = [
     "SCALE_PRIOR",
     "private_second_moment",
     "second_moment_sensitivity",
+    "second_moment_l1_sensitivity",
     "CertifiedSolution",
     "certified_minimize",
     "erm_sensitivity",

@@ -8,9 +8,9 @@ from ..accounting import GaussianRelease
 from ._audit import notify
 from ._random import check_generator
 from .clipping import clip_factors, row_norms
-from .noise import NON_PRIVATE_RELEASE
+from .noise import NON_PRIVATE_RELEASE, laplace_mechanism
 
-__all__ = ["private_second_moment", "second_moment_sensitivity"]
+__all__ = ["private_second_moment", "second_moment_sensitivity", "second_moment_l1_sensitivity"]
 
 
 def second_moment_sensitivity(bound, n_samples):
@@ -21,7 +21,16 @@ def second_moment_sensitivity(bound, n_samples):
     return math.sqrt(2.0) * float(bound) ** 2 / n_samples
 
 
-def private_second_moment(rows, bound, noise_std, *, random_state=None):
+def second_moment_l1_sensitivity(bound, n_samples, dim):
+    """Replace-one L1 sensitivity ``(dim + 1) bound^2 / n`` of the upper triangle (diagonal included) of the mean of ``a a^T``.
+
+    For ``||a||_2 <= bound`` in ``R^dim``: ``sum_{i <= j} |a_i a_j| = (||a||_1^2 + ||a||_2^2) / 2
+    <= (dim + 1) bound^2 / 2``, and a replaced row changes the sum of two such terms.
+    """
+    return (int(dim) + 1) * float(bound) ** 2 / n_samples
+
+
+def private_second_moment(rows, bound, noise_std, *, random_state=None, laplace_scale=None):
     """Release ``(1/n) sum_i a_i a_i^T`` of rows clipped to norm ``bound``, with Gaussian noise.
 
     The released vector is ``(G_ii, sqrt(2) G_ij for i < j)``, whose L2 norm is
@@ -36,11 +45,16 @@ def private_second_moment(rows, bound, noise_std, *, random_state=None):
     bound : float > 0 (``inf``: no clipping, and then ``noise_std`` must be 0)
     noise_std : float >= 0
     random_state : None, int or Generator
+    laplace_scale : float >= 0 or None, default=None
+        For a pure-DP release: Laplace noise of this scale on every entry of
+        the upper triangle (diagonal included, entries unscaled), whose L1
+        sensitivity is :func:`second_moment_l1_sensitivity`; ``noise_std`` is
+        then ignored.
 
     Returns
     -------
     gram : ndarray of shape (p, p), symmetric
-    event : GaussianRelease
+    event : GaussianRelease (LaplaceRelease with ``laplace_scale``)
 
     Examples
     --------
@@ -65,11 +79,19 @@ def private_second_moment(rows, bound, noise_std, *, random_state=None):
         gram = block.T @ block if gram is None else gram + block.T @ block
         n += block.shape[0]
     gram = gram / n
+    p = gram.shape[0]
+    upper = np.triu_indices(p)
+    if laplace_scale is not None:
+        if not math.isfinite(bound):
+            raise ValueError("A Laplace release of the second moments needs a finite bound on the row norms.")
+        released, event = laplace_mechanism(gram[upper], second_moment_l1_sensitivity(bound, n, p),
+                                            float(laplace_scale), random_state=random_state)
+        out = np.zeros((p, p))
+        out[upper] = released
+        return out + np.triu(out, 1).T, event
     # Without a bound (and without noise, epsilon = inf) the release is accounted as not private.
     event = (GaussianRelease(second_moment_sensitivity(bound, n), noise_std) if math.isfinite(bound)
              else NON_PRIVATE_RELEASE)
-    p = gram.shape[0]
-    upper = np.triu_indices(p)
     released = gram[upper] * np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))
     notify("gaussian", released, event)
     if noise_std > 0:

@@ -42,6 +42,7 @@ from .heavy_tail import (
     LocalizedSubgradient,
     OnePassGLM,
     ProximalSGD,
+    SufficientStatistics,
 )
 from . import interpolation  # noqa: F401  (registers the classification solvers)
 from . import zeroth_order  # noqa: F401  (registers the zeroth-order solvers)
@@ -51,4 +52,4 @@ from .problem import GLMProblem
 __all__ = ["Capabilities", "ProblemSpec", "Solver", "ScheduledSolver", "SolverBudget", "SolverOptions", "SolverResult",
            "get_solver", "register_solver", "solver_names", "progress_hook", "report_progress", "MomentBounds", "GLMProblem",
            "ClippedGD", "Localized", "KnownLipschitz", "SVTSGD", "OnePassGLM", "LocalizedSubgradient",
-           "Accelerated", "AveragedSGD", "ProximalSGD"]
+           "Accelerated", "AveragedSGD", "ProximalSGD", "SufficientStatistics"]

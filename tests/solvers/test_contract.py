@@ -8,6 +8,7 @@ import pytest
 from skdp.accounting import ExponentialMechanismRelease
 from skdp.losses import AbsoluteLoss, CallableLoss, HuberLoss, QuantileLoss, SquaredLoss
 from skdp.solvers import (
+    SufficientStatistics,
     SVTSGD,
     Accelerated,
     AveragedSGD,
@@ -32,8 +33,11 @@ from skdp.solvers import _contract
 HEAVY_TAIL = {"accelerated": Accelerated, "averaged_sgd": AveragedSGD, "clipped_gd": ClippedGD,
               "known_lipschitz": KnownLipschitz, "localized": Localized,
               "localized_subgradient": LocalizedSubgradient, "one_pass_glm": OnePassGLM,
-              "proximal_sgd": ProximalSGD, "svt_sgd": SVTSGD}
-USABLE = sorted(name for name in HEAVY_TAIL if name != "svt_sgd")
+              "proximal_sgd": ProximalSGD, "svt_sgd": SVTSGD,
+              "sufficient_statistics": SufficientStatistics}
+# The gradient solvers (the sufficient-statistics solver has no gradient clip; its own tests are in
+# tests/solvers/heavy_tail/test_sufficient_statistics.py).
+USABLE = sorted(name for name in HEAVY_TAIL if name not in ("svt_sgd", "sufficient_statistics"))
 
 
 def _spec(**changes):
