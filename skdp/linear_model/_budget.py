@@ -219,8 +219,9 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         Private quantiles released after the solver, at the plan's quantile
         epsilon (the calibration's score scale).
     declared : DeclaredBounds or None, default=None
-        Public bounds (:mod:`~skdp.linear_model._bounds`): declared columns and
-        a declared target release no quantile, so the plan counts fewer, and
+        Public bounds (:mod:`~skdp.linear_model._bounds`): declared one-hot
+        columns release no quantile and other declared columns fewer (the
+        target keeps its own), so the plan counts fewer, and
         what they would have cost goes to the Gaussian releases (the calibration
         spends the whole target on what remains).
 

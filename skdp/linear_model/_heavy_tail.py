@@ -164,8 +164,8 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         private quantile, and the budget saved goes to the model. Validated
         before anything is spent. See :ref:`bounds`.
     y_bounds : None or (lower, upper), default=None
-        Public bounds of the target: ``y`` is clipped to them, and its centre
-        and scale are their midpoint and half-width (no private quantile).
+        Public bounds of the target: ``y`` is clipped to them (its centre
+        and scale are still estimated privately, inside the bounds).
     accountant : BudgetAccountant or None, default=None
         Ledger to charge; None charges the default of the thread that fits
         (the innermost ``with BudgetAccountant(...)`` block; a copy made by

@@ -171,8 +171,8 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         private quantile, and the budget saved goes to the model. Validated
         before anything is spent. See :ref:`bounds`.
     y_bounds : None or (lower, upper), default=None
-        Public bounds of the target: ``y`` is clipped to them, and its centre
-        and scale are their midpoint and half-width (no private quantile).
+        Public bounds of the target: ``y`` is clipped to them (its centre
+        and scale are still estimated privately, inside the bounds).
     accountant : BudgetAccountant or None, default=None
     random_state : None, int, Generator or RandomState, default=None
         None draws noise and directions from operating-system entropy.
