@@ -126,6 +126,13 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
     lower, upper = _check_bounds(bounds, scale)
     log_scale = scale == "log"
     pieces = None if prior is None else _check_prior(prior, (lower, upper), log_scale)
+    if getattr(values, "chunked", False):  # per-record values held where the rows are (a Dask cluster)
+        from ._chunked_quantiles import chunked_quantile_columns
+
+        rng = None if np.isinf(epsilon) else check_generator(random_state)
+        estimate, event = chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale, nonzero,
+                                                   pieces, float(jitter), rng)
+        return (float(estimate[0]) if values.one_column else estimate), event
     if np.isinf(epsilon):
         return _exact_quantile(values, quantile, (lower, upper), nonzero, pieces, log_scale)
     rng = check_generator(random_state)
