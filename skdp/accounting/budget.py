@@ -887,10 +887,11 @@ _WORKER_MESSAGE = (
 
 _DASK_WORKER_MESSAGE = (
     "This fit runs in a Dask worker and has no ledger to charge: it has no accountant of its own, none was "
-    "remembered from where it was copied and no `with BudgetAccountant(...)` block applies, so its spend would "
-    "be recorded where nobody can see it. Nothing was read from the data. Pass accountant=BudgetAccountant(...) "
-    "created by the client (workers on the client's machine charge it), or fit on the client: skdp fits on Dask "
-    "collections run their steps there and send only the sums to the workers.")
+    "remembered from where it was copied and no `with BudgetAccountant(...)` block applies, so its spend "
+    "would be recorded where nobody can see it. Nothing was read from the data. Pass "
+    "accountant=BudgetAccountant(...) created by the client (workers on the client's machine charge it), or "
+    "fit on the client: skdp fits on Dask collections run their steps there and send only the sums to the "
+    "workers.")
 
 _AMBIGUOUS_MESSAGE = (
     "This estimator was copied (cloned or pickled, as model selection does for its workers) in a thread "

@@ -199,7 +199,7 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     True
     """
     bound = RESIDUAL_CLIP**2
-    if isinstance(X, ChunkedRows) and predictions is None:  # rows on a cluster: one reduction of the same terms
+    if isinstance(X, ChunkedRows) and predictions is None:  # rows on a cluster: a reduction of the same terms
         n = X.shape[0]
         value = float(X.sum(_chunk_improvement_sum, coef, intercept, center, scale)[0] / n)
     else:

@@ -94,8 +94,8 @@ import numpy as np
 from ..mechanisms import clipped_derivatives, row_norms
 from ..solvers import GLMProblem
 
-__all__ = ["ChunkedRows", "ChunkedValues", "ChunkedDesign", "ChunkedProblem", "is_dask_collection", "check_chunked_estimator",
-           "check_chunked_plan",
+__all__ = ["ChunkedRows", "ChunkedValues", "ChunkedDesign", "ChunkedProblem", "is_dask_collection",
+           "check_chunked_estimator", "check_chunked_plan",
            "lazy_decision_function"]
 
 _LABEL_LIMIT = 1e150  # as GLMProblem: labels in solver units beyond it are clipped (a per-record map)
@@ -128,6 +128,16 @@ class ChunkedRows:
 
     Built by :meth:`from_inputs` (validation before anything is spent). Acts as
     ``X`` in the shared pipeline: ``shape``, ``dtype`` and ``ndim`` are public.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dask.array as da
+    >>> from skdp.linear_model._rows import ChunkedRows
+    >>> X = da.from_array(np.arange(12.0).reshape(6, 2), chunks=(2, 2))
+    >>> rows = ChunkedRows(X, da.ones(6, chunks=2))
+    >>> rows.sum(lambda X_c, y_c: X_c.T @ y_c)  # one pass: X^T y from three partial sums
+    array([30., 36.])
     """
 
     def __init__(self, X, y, feature_names=None):
@@ -148,7 +158,7 @@ class ChunkedRows:
 
     @classmethod
     def from_inputs(cls, estimator, X, y):
-        """Validate the types, shapes and dtypes of Dask ``X`` and ``y`` (no value is read; see :meth:`check_finite`).
+        """Validate the types, shapes and dtypes of Dask ``X`` and ``y`` (values: :meth:`check_finite`).
 
         Raises ``ValueError``/``TypeError`` before any spend: wrong types or
         shapes, non-numeric values, sparse chunks.
@@ -229,7 +239,7 @@ class ChunkedRows:
 
 
 class ChunkedValues:
-    """Per-record values ``func(X_c, y_c, *args)`` of chunked rows, for the quantiles of :mod:`skdp.mechanisms`.
+    """Per-record values ``func(X_c, y_c, *args)`` of chunked rows, for the private quantiles.
 
     :func:`~skdp.mechanisms.private_quantile` recognises it (``chunked``) and
     releases the quantile from counts and a few gathered values
@@ -288,7 +298,7 @@ def _absolute_residuals_chunk(X, y, scaling, clip, w):
 
 
 class ChunkedDesign:
-    """The solver's rows ``scaling.rows(X)`` of chunked rows, never formed: what the solvers read of a design."""
+    """The solver's rows ``scaling.rows(X)`` of chunked rows, never formed (a design for the solvers)."""
 
     def __init__(self, rows, scaling, clip):
         self.rows, self.scaling, self.clip = rows, scaling, clip
@@ -297,7 +307,7 @@ class ChunkedDesign:
 
     def weighted_gram(self, weights=None):
         """``Z^T Z`` (one pass); row weights are not supported on chunked rows (the plan prevents them)."""
-        if weights is not None:  # pragma: no cover - check_chunked_plan refuses unclipped rows before any spend
+        if weights is not None:  # pragma: no cover - check_chunked_plan refuses unclipped rows before a spend
             raise NotImplementedError("Weighted Gram matrices of chunked rows are not built yet.")
         return self.rows.sum(_gram_chunk, self.scaling, self.clip)
 
@@ -347,22 +357,23 @@ class ChunkedProblem(GLMProblem):
     derivatives = subset = lipschitz_bounds = truncated = objective = _unsupported
 
 
-_SUPPORTED = ("Supported on Dask input today: DPHeavyTailRegressor with scaling='none' (features on a scale known "
-              "without the data) and algorithm='auto' or 'clipped_gd' (any built-in loss, private or public clip "
-              "thresholds), no declared bounds and delta > 0. Nothing was spent.")
+_SUPPORTED = ("Supported on Dask input today: DPHeavyTailRegressor with scaling='none' (features on a scale "
+              "known without the data) and algorithm='auto' or 'clipped_gd' (any built-in loss, private or "
+              "public clip thresholds), no declared bounds and delta > 0. Nothing was spent.")
 
 
 def check_chunked_estimator(estimator):
     """Refuse Dask input, before anything is read, for an estimator whose fit is not built on chunked rows."""
     if not getattr(estimator, "_dask_input", False):
-        raise ValueError(f"{type(estimator).__name__} does not accept Dask input yet (it would need the whole "
-                         f"table in memory). {_SUPPORTED}")
+        raise ValueError(f"{type(estimator).__name__} does not accept Dask input yet (it would need the "
+                         f"whole table in memory). {_SUPPORTED}")
     if getattr(estimator, "bounds", None) is not None or getattr(estimator, "y_bounds", None) is not None:
-        raise ValueError(f"Declared bounds (bounds=, y_bounds=) are not supported on Dask input yet. {_SUPPORTED}")
+        raise ValueError("Declared bounds (bounds=, y_bounds=) are not supported on Dask input yet. "
+                         + _SUPPORTED)
 
 
 def check_chunked_plan(estimator, plan):
-    """Refuse, before anything is spent, a plan whose releases are not built on chunked rows yet (public rule).
+    """Refuse, before anything is spent, a plan whose releases are not built on chunked rows (public rule).
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""The exponential-mechanism quantile of :func:`~skdp.mechanisms.private_quantile` on values spread over chunks.
+"""The exponential-mechanism quantile of :func:`~skdp.mechanisms.private_quantile` on chunked values.
 
 The values are per-record quantities held where the rows are (a Dask cluster):
 an object with ``n_rows``, ``n_columns``, ``sum(func, *args)`` (the sum over
@@ -57,7 +57,17 @@ def advance_generator(rng, n_draws):
 
 
 def chunk_uniforms(state, offset, low, high, shape):
-    """``Generator.uniform(low, high, shape)`` as drawn after ``offset`` draws from the generator ``state``."""
+    """``Generator.uniform(low, high, shape)`` as drawn after ``offset`` draws from the PCG64 ``state``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> state = rng.bit_generator.state
+    >>> whole = rng.uniform(-1.0, 1.0, size=(6, 2))  # the in-memory jitter of 6 rows, 2 columns
+    >>> np.array_equal(chunk_uniforms(state, 2 * 2, -1.0, 1.0, (2, 2)), whole[2:4])  # rows 2 and 3
+    True
+    """
     bg = np.random.PCG64()
     bg.state = state
     bg.advance(int(offset))
@@ -94,7 +104,7 @@ def _transformed(values_c, offset, spec):
 
 
 def _counts_chunk(values_c, offset, spec, a, b, n_bins, skip_absent):
-    """Per column: counts in ``n_bins`` equal bins of ``[a_j, b_j]``, below ``a_j``, above ``b_j``; presence."""
+    """Per column: counts in ``n_bins`` bins of ``[a_j, b_j]``, below ``a_j``, above ``b_j``; presence."""
     t, present = _transformed(values_c, offset, spec)
     k = t.shape[1]
     out = np.zeros((k, n_bins + 3))
@@ -114,7 +124,7 @@ def _counts_chunk(values_c, offset, spec, a, b, n_bins, skip_absent):
 
 
 def _gather_chunk(values_c, offset, spec, a, b, skip_absent):
-    """Per column: distinct values in ``[a_j, b_j]`` with counts; the count and nearest value below and above."""
+    """Per column: distinct values in ``[a_j, b_j]`` with counts; the count and nearest value on each side."""
     t, present = _transformed(values_c, offset, spec)
     out = []
     for j in range(t.shape[1]):
@@ -143,7 +153,7 @@ def _merge(parts, j):
 
 
 def _window(values, spec, lo_rank, hi_rank, skip_absent, ranges):
-    """Per column, a range ``[a, b]`` holding the values of ranks ``lo_rank..hi_rank`` (1-based) with few distinct values.
+    """Per column, a range ``[a, b]`` holding the values of ranks ``lo_rank..hi_rank`` (1-based).
 
     Counting passes over ``_BINS`` bins, each narrowing the range to the bins
     of those ranks, until the bins hold at most ``_MAX_DISTINCT`` values (or
@@ -171,7 +181,8 @@ def _window(values, spec, lo_rank, hi_rank, skip_absent, ranges):
     return a, b
 
 
-def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale, nonzero, pieces, jitter, rng):
+def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale, nonzero, pieces, jitter,
+                             rng):
     """:func:`~skdp.mechanisms.quantiles.quantile_columns` on chunked values (arguments already validated)."""
     from .quantiles import _interval_masses, _sample_within
 
@@ -179,6 +190,8 @@ def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale,
     exact = math.isinf(epsilon)
     if exact:
         return _exact(values, quantile, lower, upper, nonzero, pieces, log_scale)
+    if jitter > 0 and not isinstance(rng.bit_generator, np.random.PCG64):  # pragma: no cover - fits own PCG64
+        raise TypeError("Jittered quantiles of chunked values need a PCG64 generator (numpy's default).")
     state = rng.bit_generator.state if jitter > 0 else None
     if jitter > 0:
         advance_generator(rng, n * k)
@@ -241,7 +254,8 @@ def _select(merged, n, n_absent, n_present, quantile, epsilon, lower_t, upper_t,
     else:
         mass = interval_masses(edges[None, :], pieces)[0]
     with np.errstate(divide="ignore"):
-        log_w = np.log(mass) - 0.5 * epsilon * np.abs(np.maximum(ranks - n_absent, 0.0) - quantile * n_present)
+        distance = np.abs(np.maximum(ranks - n_absent, 0.0) - quantile * n_present)
+        log_w = np.log(mass) - 0.5 * epsilon * distance
     top = float(np.max(log_w, initial=-np.inf))
     if not np.isfinite(top):
         if not exact_tails:
@@ -257,7 +271,8 @@ def _select(merged, n, n_absent, n_present, quantile, epsilon, lower_t, upper_t,
             interval_masses(np.array([[span_lo, span_hi]]), pieces)[0, 0])
         if span <= 0:
             return 0.0
-        return math.exp(math.log(span) - 0.5 * epsilon * _min_distance(k0, k1, n_absent, n_present, quantile) - top)
+        nearest = _min_distance(k0, k1, n_absent, n_present, quantile)
+        return math.exp(math.log(span) - 0.5 * epsilon * nearest - top)
 
     left = tail_bound(lower_t, first, 0, n_below - 1) if n_below else 0.0
     right = tail_bound(last, upper_t, n - n_above + 1, n) if n_above else 0.0
@@ -275,7 +290,7 @@ def _select(merged, n, n_absent, n_present, quantile, epsilon, lower_t, upper_t,
 
 
 def _exact(values, quantile, lower, upper, nonzero, pieces, log_scale):
-    """The non-private limit: :func:`numpy.quantile` of the (nonzero) clipped values, from two order statistics."""
+    """The non-private limit: :func:`numpy.quantile` of the (nonzero) clipped values."""
     k = values.n_columns
     spec = (lower, upper, log_scale, nonzero, 0.0, None, True)
     totals = values.sum(_counts_chunk, spec, np.full(k, lower), np.full(k, upper), 1, True)

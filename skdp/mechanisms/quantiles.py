@@ -130,8 +130,8 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
         from ._chunked_quantiles import chunked_quantile_columns
 
         rng = None if np.isinf(epsilon) else check_generator(random_state)
-        estimate, event = chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale, nonzero,
-                                                   pieces, float(jitter), rng)
+        estimate, event = chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale,
+                                                   nonzero, pieces, float(jitter), rng)
         return (float(estimate[0]) if values.one_column else estimate), event
     if np.isinf(epsilon):
         return _exact_quantile(values, quantile, (lower, upper), nonzero, pieces, log_scale)

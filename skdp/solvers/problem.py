@@ -186,7 +186,7 @@ class GLMProblem:
         return np.where(active, self.loss.derivative(X @ w, y), 0.0)
 
     def gradient_norms(self, w, rows=None):
-        """Norms ``|loss'(x_i . w, y_i)| ||x_i||`` of the per-sample gradients (per record: never released)."""
+        """Norms ``|loss'(x_i . w, y_i)| ||x_i||`` of the per-sample gradients (never released)."""
         norms = self.norms if rows is None else self.norms[rows]
         return np.abs(self.derivatives(w, rows)) * norms
 

@@ -1,4 +1,4 @@
-"""Fits on Dask collections (skdp.linear_model._rows): the same model and privacy event, refusals before spend.
+"""Fits on Dask collections (skdp.linear_model._rows): the same model and event, refusals before spend.
 
 A ``distributed.LocalCluster`` (two in-process workers, a small memory limit) is
 started by the module's fixture. The solvers run a few steps (``max_iter``):
@@ -35,7 +35,8 @@ def _tables():
     rng = np.random.default_rng(1)
     X1 = rng.normal(size=(3000, 4)) * [1.0, 2.0, 0.5, 1.0] + [0.0, 1.0, 0.0, -2.0]
     y1 = X1 @ [1.0, 0.5, -2.0, 0.3] + 1.0 + rng.standard_t(3, size=3000)
-    X2 = np.column_stack([rng.random(2000) < 0.2, rng.poisson(1.0, 2000), rng.normal(size=2000)]).astype(np.float32)
+    X2 = np.column_stack([rng.random(2000) < 0.2, rng.poisson(1.0, 2000), rng.normal(size=2000)])
+    X2 = X2.astype(np.float32)
     y2 = X2.astype(float) @ [2.0, -1.0, 0.5] + rng.normal(size=2000)
     return {"gaussian": (X1, y1, 700), "mixed_float32": (X2, y2, 512)}
 
@@ -75,9 +76,9 @@ def _fit(X, y, **params):
     return model, accountant
 
 
-@pytest.mark.parametrize("table, config", [("gaussian", "public_clip_ridge"), ("mixed_float32", "public_clip_ridge"),
-                                           ("gaussian", "absolute_loss"), ("mixed_float32", "private_clips_huber"),
-                                           ("gaussian", "private_clips_huber")])
+@pytest.mark.parametrize("table, config", [
+    ("gaussian", "public_clip_ridge"), ("mixed_float32", "public_clip_ridge"), ("gaussian", "absolute_loss"),
+    ("mixed_float32", "private_clips_huber"), ("gaussian", "private_clips_huber")])
 def test_dask_fit_releases_the_in_memory_model_and_event(client, table, config):
     X, y, chunk = _tables()[table]
     memory, ledger = _fit(X, y, **CONFIGS[config])
@@ -108,7 +109,8 @@ def test_every_release_of_a_dask_fit_is_the_in_memory_release(client):
     with record_releases() as memory_log:
         _fit(X, y, **CONFIGS["public_clip_ridge"])
     with record_releases() as dask_log:
-        _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk), **CONFIGS["public_clip_ridge"])
+        _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk),
+             **CONFIGS["public_clip_ridge"])
     assert len(dask_log) == len(memory_log) == 12 + 2  # curvature, 12 steps, fit check
     for ours, theirs in zip(dask_log, memory_log):
         assert ours.mechanism == theirs.mechanism

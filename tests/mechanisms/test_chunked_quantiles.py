@@ -1,4 +1,4 @@
-"""The exponential-mechanism quantile on chunked values releases the in-memory draw (skdp.mechanisms._chunked_quantiles).
+"""The quantile on chunked values releases the in-memory draw (skdp.mechanisms._chunked_quantiles).
 
 The chunked values here are numpy blocks (no cluster needed): the mechanism sees
 only per-chunk counts and gathered values, exactly as on Dask.
