@@ -186,12 +186,12 @@ class GLMProblem:
         return np.where(active, self.loss.derivative(X @ w, y), 0.0)
 
     def gradient_norms(self, w, rows=None):
-        """Norms ``|loss'(x_i . w, y_i)| ||x_i||`` of the per-sample gradients (never released)."""
+        """Norms of the per-sample gradients at ``w``, ``|loss'(x_i w, y_i)| ||x_i||`` (never released)."""
         norms = self.norms if rows is None else self.norms[rows]
         return np.abs(self.derivatives(w, rows)) * norms
 
     def absolute_residuals(self, w):
-        """``|x_i . w - y_i|`` of every row (per record: never released)."""
+        """Absolute residuals ``|x_i w - y_i|`` of every row at ``w`` (never released)."""
         return np.abs(self.X @ w - self.y)
 
     def clipped_gradient_sum(self, w, clip, rows=None):
