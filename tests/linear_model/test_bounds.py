@@ -202,6 +202,10 @@ def test_with_every_column_in_a_block_the_second_moments_cost_less_and_the_solve
     assert before.event.epsilon(1e-5) == pytest.approx(1.0, rel=1e-6)
     assert every.budget.mu > 1.05 * before.budget.mu
 
+    # The solver's clip multiplier gets its floor for block rows (public rule); not without every column in a block.
+    assert every.solver.clip_floor == 0.4 and partial.solver.clip_floor == 0.6
+    assert plan_budget(**common).solver.clip_floor == 0.6
+
 
 # -- privacy: coupled neighbours with rows outside the bounds -------------------------------------
 @pytest.mark.parametrize("sparse", [False, True])
