@@ -207,8 +207,10 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     schedule : {"practical", "theory"}
     adapt_solver : bool, default=True
         Whether the plan may run a variant of the solver: for whitened rows
-        (:meth:`~skdp.solvers.Solver.for_whitened_rows`), with fewer quantiles
-        or with a public clip on a starved budget. False for a solver instance
+        (:meth:`~skdp.solvers.Solver.for_whitened_rows`, and
+        :meth:`~skdp.solvers.Solver.for_block_rows` when the declared bounds put
+        every column in a one-hot block), with fewer quantiles or with a public
+        clip on a starved budget. False for a solver instance
         the user passed, which is run as given (the scaling still adapts).
     post_fit : dict, default=REGRESSION_POST_FIT
         ``{name: share}``: the post-fit releases and their shares of the
@@ -237,6 +239,8 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     spec = make_spec("robust" if modes else "none")
     if modes is None and scaling_share == "auto" and (scaling == "auto" or scaling in WHITENED_MODES):
         whitened_solver = solver.for_whitened_rows() if adapt_solver else solver
+        if adapt_solver and declared is not None and declared.all_public():
+            whitened_solver = whitened_solver.for_block_rows()  # every column in a declared block (public)
         chosen = choose_whitened(scaling, n, d, fit_intercept,
                                  whitened_solver.n_quantiles(spec) + extra_quantiles, rho_total, scale_target,
                                  declared)

@@ -37,7 +37,9 @@ and scale and no quantile; a standalone declared column the coarse statistics
 (two quantiles) inside its bounds; the magnitude check runs on the columns
 with private statistics only (its counts then have sensitivity
 ``sqrt(decades * n_free)``); and when every column is in a block the
-second-moment clip is the public bound of ``[z, 1]`` (no private median); when
+second-moment clip is the public bound of ``[z, 1]`` (no private median, and
+no row is clipped), released at :data:`BLOCK_GRAM_SHARE` of the budget, with
+the noise of :data:`GRAM_SHARE` at 1.5 times that bound; when
 every column is declared, the bound that the bounds and the released statistics
 give caps the clip. The data are clipped to the bounds before they
 reach the standardiser (a per-record map; the sensitivities above hold for any
@@ -99,6 +101,10 @@ _ROW_NORM_RANGE = (1e-12, 1e12)
 # Shares of the Gaussian budget (mu^2) spent by the whitened modes.
 GRAM_SHARE = 0.15
 MAGNITUDE_SHARE = 0.05
+# Share of the Gram release when every column is in a declared one-hot block (see _fit_whitened): its
+# noise then equals that of GRAM_SHARE at 1.5 times the public row bound, the clip the whitening's
+# variance floor was tuned with, at (1 / 1.5^4) of the budget.
+BLOCK_GRAM_SHARE = GRAM_SHARE / 1.5**4
 # Row bounds are this multiple of m_B times a private median row norm.
 _BOUND_MULTIPLE = 1.5
 # Values beyond +-1e15 are clipped and standardised values to +-1e100 (public per-record
@@ -396,7 +402,11 @@ class PrivateStandardiser:
         """Share of the fit's Gaussian budget ``mu^2`` that this standardiser spends."""
         if self.mode not in WHITENED_MODES:
             return 0.0
-        return GRAM_SHARE + (MAGNITUDE_SHARE if self.magnitude_check else 0.0)
+        return self._gram_share() + (MAGNITUDE_SHARE if self.magnitude_check else 0.0)
+
+    def _gram_share(self):
+        """Share of ``mu^2`` of the second-moment release (public rule: smaller when every column is in a block)."""
+        return BLOCK_GRAM_SHARE if self._public_gram_bound() else GRAM_SHARE
 
     # -- the plan: one list of steps, each with the event it will release -------------------
     # -- declared bounds (public) ------------------------------------------------------------
@@ -450,7 +460,7 @@ class PrivateStandardiser:
                 steps.append(("magnitude_check", GaussianRelease(1.0, self._std(MAGNITUDE_SHARE))))
             if not self._public_gram_bound():
                 steps.append(("second_moment_bound", ExponentialMechanismRelease(eps)))
-            steps.append(("second_moment", GaussianRelease(1.0, self._std(GRAM_SHARE))))
+            steps.append(("second_moment", GaussianRelease(1.0, self._std(self._gram_share()))))
             steps.append(("row_bound", ExponentialMechanismRelease(eps)))
             return steps
         if mode == "robust" and free:
@@ -554,13 +564,14 @@ class PrivateStandardiser:
             cx, sx, _, _ = self._declared_statistics(d)
         gram_bound = row_bound = math.inf
         if self._public_gram_bound():
-            # Every column in a block: the norm of [z, 1] is bounded publicly, and the clip is the same
-            # multiple of it as the private clip is of the median norm. Not the bound itself: the whitening
-            # floors variances at the Gram's noise level, which was tuned with that multiple; a clip at the
-            # bound whitens the rare levels fully, lengthens their rows and raises the solver's clip
-            # (sparse one-hot table, n = 10000, epsilon = 1, three seeds: test R^2 0.716 with the bound,
-            # 0.760 with 1.5 times it, 0.729 without declared bounds).
-            gram_bound = _BOUND_MULTIPLE * self.declared.gram_row_bound()
+            # Every column in a block: the norm of [z, 1] is bounded publicly (1 + 1 per block), so the clip
+            # is that bound and clips no row. The release's noise is what it was with the clip at 1.5 times
+            # the bound and GRAM_SHARE (the level the whitening's variance floor was tuned at: noise at the
+            # bound itself whitened the rare levels fully, lengthened their rows and raised the solver's
+            # clip; sparse one-hot table, n = 10000, epsilon = 1, three seeds: test R^2 0.716 against
+            # 0.760), at BLOCK_GRAM_SHARE = GRAM_SHARE / 1.5^4 of the budget: the sensitivity falls with
+            # the square of the clip, and the rest of the budget goes to the solver.
+            gram_bound = self.declared.gram_row_bound()
         typical_norm = None
         for name, planned in self._steps(d):
             if name == "feature_statistics":
@@ -618,7 +629,7 @@ class PrivateStandardiser:
                     standardised = self._standardised(X, cx, sx)
                 rows = standardised.blocks()
                 bound = gram_bound if not exact else math.inf
-                std = 0.0 if exact else self._std(GRAM_SHARE) * _sensitivity_of_gram(gram_bound, n)
+                std = 0.0 if exact else self._std(self._gram_share()) * _sensitivity_of_gram(gram_bound, n)
                 gram, event = private_second_moment(rows, bound, std, random_state=rng)
                 if not center:
                     # Without an intercept the columns are not centred: uncentred second moments.

@@ -148,7 +148,7 @@ class FitReporter:
             return
         mode = plan.standardiser.mode
         n_q = plan.standardiser.n_quantiles(mode, d, plan.standardiser.fit_intercept,
-                                            plan.standardiser.scale_target)
+                                            plan.standardiser.scale_target, plan.standardiser.declared)
         eps_q = plan.budget.quantile_epsilon
         text = (f"plan: n_samples={n}, n_features={d}, epsilon={public(float(epsilon))}, "
                 f"delta={delta:.3g}{' (auto)' if auto_delta else ''}; algorithm={plan.solver.name!r}, "

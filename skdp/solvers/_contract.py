@@ -269,6 +269,14 @@ class Solver:
         """The configuration for whitened, possibly unbounded rows (default: itself)."""
         return self
 
+    def for_block_rows(self):
+        """The configuration for whitened rows whose every column is in a declared one-hot block (default: itself).
+
+        A public rule: the plan asks for it when the declared bounds put every
+        column in a block (:meth:`~skdp.linear_model._bounds.DeclaredBounds.all_public`).
+        """
+        return self
+
     def with_public_clip(self, clip):
         """The same solver with a public per-sample gradient clip (needs ``capabilities.public_clip``)."""
         if not self.capabilities.public_clip:

@@ -18,7 +18,7 @@ from skdp import (
 from skdp.accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
 from skdp.linear_model._bounds import resolve_bounds
 from skdp.linear_model._budget import plan_budget
-from skdp.linear_model._standardise import PrivateStandardiser
+from skdp.linear_model._standardise import BLOCK_GRAM_SHARE, GRAM_SHARE, PrivateStandardiser
 from skdp.mechanisms import column_statistics_event
 from skdp.preprocessing import FeatureBounds
 
@@ -139,7 +139,12 @@ def test_the_standardisers_event_loses_exactly_the_releases_not_made(mode):
     # column statistics, no magnitude check and no private median for the second moments' clip.
     full = resolve_bounds(FeatureBounds([0] * d, [1] * d, blocks=[range(0, 5), range(5, 8)]), (0.0, 1.0), d)
     with_all = PrivateStandardiser(mode, eps, declared=full, **base).planned_event(d)
-    assert with_all.events == (without.events[1], without.events[4], without.events[5])
+    # The second moments' release: the same noise per unit of a clip 1.5 times smaller (the public bound of
+    # [z, 1] instead of 1.5 times it), at 1 / 1.5^4 of GRAM_SHARE.
+    gram = GaussianRelease(1.0, without.events[4].noise_std * math.sqrt(GRAM_SHARE / BLOCK_GRAM_SHARE))
+    assert with_all.events[0] == without.events[1] and with_all.events[2] == without.events[5]
+    assert with_all.events[1].sensitivity == 1.0
+    assert with_all.events[1].noise_std == pytest.approx(gram.noise_std, rel=1e-12)
     for declared, expected in ((full, 4 + 1), (standalone, stages * 5 + min(stages, 2) * 3 + 4 + 2),
                                (block, stages * 5 + 4 + 2)):
         assert PrivateStandardiser.n_quantiles(mode, d, True, True, declared) == expected
@@ -169,6 +174,39 @@ def test_the_budget_saved_goes_to_the_solver():
     assert bounded.budget.mu > 1.25 * plain.budget.mu
 
 
+def test_with_every_column_in_a_block_the_second_moments_cost_less_and_the_solver_gets_the_rest(monkeypatch):
+    n, d = 10_000, 200
+    est = DPHeavyTailRegressor()
+    from skdp.solvers import SolverOptions, get_solver
+    solver = get_solver("clipped_gd", "heavy_tail").from_options(SolverOptions())
+    common = dict(epsilon=1.0, delta=1e-5, n_samples=n, n_features=d, fit_intercept=True, solver=solver,
+                  make_spec=lambda mode: est._problem_spec(solver, n, d, mode))
+    blocks = [range(0, 10), range(10, 60), range(60, 200)]
+    every = plan_budget(**common, declared=resolve_bounds(FeatureBounds([0] * d, [1] * d, blocks=blocks), None, d))
+    # One column left out of the blocks (declared, standalone): the clip is a private median, the share as before.
+    lower, upper = [0.0] * d, [1.0] * d
+    partial = plan_budget(**common, declared=resolve_bounds(
+        FeatureBounds(lower, upper, blocks=[range(0, 10), range(10, 60), range(60, 199)]), None, d))
+    assert every.standardiser.gaussian_share() == pytest.approx(GRAM_SHARE / 1.5**4) == BLOCK_GRAM_SHARE
+    assert partial.standardiser._gram_share() == GRAM_SHARE
+    for plan in (every, partial):
+        assert plan.event.epsilon(1e-5) == pytest.approx(1.0, rel=1e-6)
+    # The planned Gram release is the one at BLOCK_GRAM_SHARE of the fit's mu^2 (noise per unit sensitivity).
+    mu = every.standardiser.mu
+    grams = [e for e in every.standardiser.planned_event(d).events if isinstance(e, GaussianRelease)]
+    assert len(grams) == 1 and grams[0].noise_std == pytest.approx(1.0 / (math.sqrt(BLOCK_GRAM_SHARE) * mu))
+    # The budget the Gram no longer takes goes to the solver (mu^2 shares: 0.15 -> 0.03 of the total).
+    import skdp.linear_model._standardise as standardise
+    monkeypatch.setattr(standardise, "BLOCK_GRAM_SHARE", GRAM_SHARE)
+    before = plan_budget(**common, declared=resolve_bounds(FeatureBounds([0] * d, [1] * d, blocks=blocks), None, d))
+    assert before.event.epsilon(1e-5) == pytest.approx(1.0, rel=1e-6)
+    assert every.budget.mu > 1.05 * before.budget.mu
+
+    # The solver's clip multiplier gets its floor for block rows (public rule); not without every column in a block.
+    assert every.solver.clip_floor == 0.4 and partial.solver.clip_floor == 0.6
+    assert plan_budget(**common).solver.clip_floor == 0.6
+
+
 # -- privacy: coupled neighbours with rows outside the bounds -------------------------------------
 @pytest.mark.parametrize("sparse", [False, True])
 def test_neighbours_with_a_row_far_outside_the_bounds_stay_within_the_sensitivity(sparse):
@@ -192,8 +230,11 @@ def test_neighbours_with_a_row_far_outside_the_bounds_stay_within_the_sensitivit
     assert first.event == second.event and first.value.size == 10 * 11 // 2  # the upper triangle of [z, 1]
     moved = np.linalg.norm(first.value - second.value)
     assert 0.0 < moved <= first.sensitivity * (1.0 + 1e-9)
-    # The public clip: 1.5 times the bound of [z, 1] (1 for the intercept and 1 for each block).
-    assert first.sensitivity == pytest.approx(math.sqrt(2.0) * 1.5**2 * 3.0 / n)
+    # The public clip: the bound of [z, 1] (1 for the intercept and 1 for each block), which no clipped row
+    # exceeds; the noise is that of GRAM_SHARE at 1.5 times the bound, at BLOCK_GRAM_SHARE of the budget.
+    assert first.sensitivity == pytest.approx(math.sqrt(2.0) * 3.0 / n)
+    mu = DPHeavyTailRegressor(epsilon=1.0, bounds=bounds, y_bounds=(-10.0, 10.0))._prepare_fit(X, y)[4].standardiser.mu
+    assert first.event.noise_std == pytest.approx(math.sqrt(2.0) * 1.5**2 * 3.0 / n / (math.sqrt(GRAM_SHARE) * mu))
 
 
 def test_the_ledger_holds_what_was_planned_and_spends_the_target():

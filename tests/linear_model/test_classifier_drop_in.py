@@ -202,7 +202,7 @@ def test_refusals_before_spend(params, match):
 def test_the_automatic_loss_follows_its_public_rule():
     X, y = _standardised_breast_cancer()
     three = np.r_[y[:-60], np.full(60, 2)]
-    cases = [({"epsilon": 1.0}, y, "squared_hinge", "clipped_gd"),
+    cases = [({"epsilon": 1.0}, y, "logistic", "clipped_gd"),
              ({"epsilon": math.inf}, y, "logistic", "clipped_gd"),
              ({"epsilon": 1.0}, three, "logistic", "clipped_gd"),
              ({"epsilon": 1.0, "delta": 0.0}, y, "squared_hinge", "epoch_growth")]

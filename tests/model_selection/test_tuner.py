@@ -188,3 +188,65 @@ def test_tuning_acts_at_finite_epsilon():
     assert tuner.alpha_ <= 0.1
     # 0.01 R^2 is about 10 noise standard deviations of the released statistics' effect here.
     assert tuner.score(X, y) > ols - 0.01
+
+
+@pytest.mark.parametrize("method", ["auto", "default"])
+def test_default_method_fits_the_default_model_with_the_whole_budget(method):
+    X, y = _regression(n=1000, d=4)
+    acc = BudgetAccountant()
+    tuner = DPRegularizationTuner(method=method, epsilon=0.6, accountant=acc, random_state=0).fit(X, y)
+    assert tuner.method_ == "default"
+    assert len(acc.events) == 1
+    assert acc.spent.epsilon == pytest.approx(0.6, rel=1e-6) and acc.spent.epsilon <= 0.6 + 1e-12
+    final = tuner.best_estimator_
+    # The library's default solver, at its own alpha, with the tuner's budget on the copy.
+    assert isinstance(final, DPHeavyTailRegressor) and final.algorithm == "auto"
+    assert final.epsilon == 0.6 and tuner.alpha_ == 0.0 and tuner.validation_scores_ is None
+    # The event is the one the default estimator plans at this budget (nothing else is released).
+    planned = DPHeavyTailRegressor(epsilon=0.6, delta=tuner.best_estimator_.delta)._planned_event(X, y)
+    assert tuner.privacy_spent_.epsilon == pytest.approx(planned.epsilon(final.delta), rel=1e-9)
+    np.testing.assert_allclose(tuner.predict(X[:3]), final.predict(X[:3]))
+
+
+def test_auto_tunes_only_a_given_grid():
+    X, y = _regression(n=1000, d=4)
+    grid = DPRegularizationTuner(alphas=(0.0, 1.0), epsilon=1.0, accountant=BudgetAccountant(),
+                                 random_state=0).fit(X, y)
+    assert grid.method_ == "select" and grid.validation_scores_.shape == (2,)
+
+
+def test_default_method_with_a_classifier_reports_its_mean_loss_alpha():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(800, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=800) > 0).astype(int)
+    acc = BudgetAccountant()
+    tuner = DPRegularizationTuner(DPInterpolatingClassifier(classes=[0, 1], C=2.0), method="default",
+                                  epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
+    assert tuner.alpha_ == pytest.approx(1.0 / (2.0 * 800))
+    assert acc.spent.epsilon == pytest.approx(1.0, rel=1e-6) and len(acc.events) == 1
+    assert tuner.predict_proba(X[:2]).shape == (2, 2)
+
+
+def test_default_method_on_coupled_neighbours_releases_the_same_mechanisms_at_public_scales():
+    X, y = _regression(n=800, d=3)
+    X2, y2 = X.copy(), y.copy()
+    X2[11], y2[11] = -1e6, 1e6
+    logs = []
+    for A, b in ((X, y), (X2, y2)):
+        with record_releases() as log:
+            DPRegularizationTuner(method="default", epsilon=1.0, accountant=BudgetAccountant(),
+                                  random_state=4).fit(A, b)
+        logs.append(log)
+    assert len(logs[0]) == len(logs[1]) > 0
+    for a, b in zip(*logs):
+        assert a.mechanism == b.mechanism
+        assert a.event.mu == pytest.approx(b.event.mu, rel=1e-12)
+
+
+def test_default_method_refuses_an_invalid_estimator_before_spending():
+    X, y = _regression(n=300)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError):
+        DPRegularizationTuner(DPHeavyTailRegressor(algorithm="sufficient_statistics", loss="huber"),
+                              method="default", accountant=acc).fit(X, y)
+    assert len(acc.events) == 0

@@ -77,8 +77,10 @@ _WHITENED_CURVATURE_SHARE = 0.05
 # Steps: 100, or 200 above this many coefficients on whitened rows (their conditioning is worse
 # when only the diagonal is whitened, which is the case on wide tables).
 _WIDE = 64
-# clip_multiplier="auto": m_C = max(_CLIP_MIN, sqrt(nu / _CLIP_NU0)), nu = n mu_steps / p.
+# clip_multiplier="auto": m_C = max(clip_floor, sqrt(nu / _CLIP_NU0)), nu = n mu_steps / p, clip_floor
+# _CLIP_MIN by default and _BLOCK_CLIP_MIN on rows whose every column is in a declared one-hot block.
 _CLIP_MIN, _CLIP_NU0 = 0.6, 50.0
+_BLOCK_CLIP_MIN = 0.4
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
 _NOISE_FLOOR_Z = 3.0
 
@@ -142,9 +144,19 @@ class ClippedGD(Solver):
     clip_multiplier : None, "auto" or float
         None: the clip threshold is the ``clip_quantile`` of the gradient norms.
         Otherwise it is this multiple of their private median; "auto" is
-        ``m_C = max(0.6, sqrt(nu / 50))`` with ``nu = n mu_steps / p`` the public
-        budget per coefficient (infinite, no clipping, without noise). The rule
-        of whitened rows (:meth:`for_whitened_rows`).
+        ``m_C = max(clip_floor, sqrt(nu / 50))`` with ``nu = n mu_steps / p`` the
+        public budget per coefficient (infinite, no clipping, without noise). The
+        rule of whitened rows (:meth:`for_whitened_rows`).
+    clip_floor : float
+        The floor of the "auto" clip multiplier: 0.6, and 0.4 on rows whose every
+        column is in a declared one-hot block (:meth:`for_block_rows`). There
+        the long whitened rows are those of rare levels; clipping one turns its
+        contribution to its own level's coefficient into ``C`` times the sign of
+        its residual, whose ratio to the noise (also proportional to ``C``) does
+        not depend on ``C``, while the noise on the common levels' coefficients,
+        whose rows are short and unclipped, falls with ``C``. (Sparse one-hot
+        table, n = 10000, epsilon = 1, three seeds: test R^2 over Ridge's 0.905
+        with 0.6, 0.925 with 0.4; 0.976 either way at n = 20000.)
     step_decay_fraction : float
         ``tau`` of the step schedule as a fraction of the stage's steps (when
         ``step_decay`` is None).
@@ -179,6 +191,7 @@ class ClippedGD(Solver):
     step_decay_fraction: float = 0.25
     project: bool = True
     curvature_share: float = _CURVATURE_SHARE
+    clip_floor: float = _CLIP_MIN
 
     name = "clipped_gd"
     family = "heavy_tail"
@@ -203,6 +216,7 @@ class ClippedGD(Solver):
         "step_decay_fraction": [Interval(numbers.Real, 0, 1, closed="right")],
         "project": ["boolean"],
         "curvature_share": [FRACTION],
+        "clip_floor": [Interval(numbers.Real, 0.01, 100.0, closed="both")],
     }
 
     @classmethod
@@ -212,6 +226,9 @@ class ClippedGD(Solver):
     def for_whitened_rows(self):
         return self.replace(clip_multiplier="auto" if self.clip_multiplier is None else self.clip_multiplier,
                             step_decay_fraction=0.5, project=False, curvature_share=_WHITENED_CURVATURE_SHARE)
+
+    def for_block_rows(self):
+        return self.replace(clip_floor=_BLOCK_CLIP_MIN) if self.clip_multiplier == "auto" else self
 
     def with_fewer_quantiles(self):
         # One clip threshold instead of two.
@@ -273,7 +290,7 @@ class ClippedGD(Solver):
             return math.inf  # no noise: nothing is clipped
         if self.clip_multiplier != "auto":
             return float(self.clip_multiplier)
-        return max(_CLIP_MIN, math.sqrt(n * mu / p / _CLIP_NU0))
+        return max(float(self.clip_floor), math.sqrt(n * mu / p / _CLIP_NU0))
 
     def run(self, spec, problem, budget, rng):
         eps_q = budget.quantile_epsilon

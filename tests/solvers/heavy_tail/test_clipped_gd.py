@@ -93,16 +93,21 @@ def _unbounded_neighbours(seed):
     return X, y, X2, y2, i
 
 
+@pytest.mark.parametrize("blocks", [False, True], ids=["whitened", "block-rows"])
 @pytest.mark.parametrize("loss", [SquaredLoss(), HuberLoss(1.0)], ids=repr)
 @pytest.mark.parametrize("seed", [0, 1])
-def test_on_unclipped_rows_every_release_respects_its_sensitivity(loss, seed):
+def test_on_unclipped_rows_every_release_respects_its_sensitivity(loss, seed, blocks):
     """for_whitened_rows(): rows are kept whole; the curvature release clips them to the released row
-    bound for itself only, and every gradient release clips per-sample gradients."""
+    bound for itself only, and every gradient release clips per-sample gradients. for_block_rows() only
+    lowers the public floor of the clip multiplier: the same releases, at the same sensitivities."""
     X, y, X2, y2, i = _unbounded_neighbours(seed)
     n, p = X.shape
     row_bound = 4.0  # a released typical scale of the rows (not a bound on them)
     problem = CoupledProblem(X, y, X2, y2, loss, np.zeros(p), 5.0, row_bound, rows_clipped=False)
     solver = ClippedGD(n_steps=40).for_whitened_rows()
+    if blocks:
+        solver = solver.for_block_rows()
+        assert solver.clip_floor == 0.4 and ClippedGD().for_block_rows() == ClippedGD()  # only the median rule
     with record_releases() as log:
         result, planned = run_as_planned(solver, problem, 0.2, 0.2, seed)
     assert max(problem.checks) <= 1.0 + 1e-9 and max(problem.checks) > 1e-4
@@ -114,7 +119,11 @@ def test_on_unclipped_rows_every_release_respects_its_sensitivity(loss, seed):
     clipped = [X * np.minimum(1.0, row_bound / np.linalg.norm(X, axis=1))[:, None] for X in (X, X2)]
     gap = abs(top_eigenvalue(clipped[0]) - top_eigenvalue(clipped[1]))
     assert gap <= curvature.sensitivity * (1 + 1e-9)
-    assert result.schedule["clip_multiplier"] == pytest.approx(0.6)  # sqrt(n mu_steps / p / 50) < 0.6 here: the floor
+    # sqrt(n mu_steps / p / 50) is about 0.56 here: below the default floor, above the one of block rows
+    if blocks:
+        assert 0.4 <= result.schedule["clip_multiplier"] < 0.6
+    else:
+        assert result.schedule["clip_multiplier"] == pytest.approx(0.6)
     assert np.all(np.isfinite(result.coef))
 
 
