@@ -53,12 +53,13 @@ give the intervals there exactly; the tails' weight is bounded, and when the
 bound could change the selection (probability about that bound, below
 ``1e-15``) every value is gathered, so the draw is exactly the exponential
 mechanism's and equals the in-memory one up to rounding. The quantiles' jitter
-(public per-record randomness from the fit's generator, ``n x columns``
-uniforms in row-major order) is reproduced in each chunk from a copy of the
-fit's PCG64 generator advanced to the chunk's first row, and the fit's
-generator is advanced past it: the stream and everything drawn after it are
-those of the in-memory fit. A quantile costs 2 passes (3 or more when the bins
-near the target are crowded). Still to do: the column statistics (their
+(public per-record randomness, ``n x columns`` uniforms in row-major order from
+a generator seeded from the fit's through SHA-256) is reproduced in each chunk
+from that jitter generator's state advanced to the chunk's first row; the fit's
+own generator never leaves the driver (its state would let anyone who sees the
+task graph replay every noise of the fit). A quantile costs 3 passes (more when
+the bins near the target are crowded: a data-dependent pass count, a timing
+side channel outside the accounting). Still to do: the column statistics (their
 per-record values are functions of the raw columns and of earlier releases,
 with jitter drawn between the stages), the row-norm medians and the magnitude
 check of the standardiser, hence every scaling mode but "none"; until then
@@ -195,7 +196,17 @@ class ChunkedRows:
                              f"{yd.dtype}. Nothing was spent.")
         if Xd.shape[1] == 0:
             raise ValueError("0 feature(s) (shape=(%d, 0)) while a minimum of 1 is required." % Xd.shape[0])
-        return cls(Xd, yd.rechunk((Xd.chunks[0],)), names)
+        yd = yd.rechunk((Xd.chunks[0],))
+        # Empty chunks (a filtered dataframe's empty partitions: whether a partition is empty depends on
+        # the values) are dropped here, before any spend, so that no chunk function ever meets one.
+        keep = [i for i, size in enumerate(Xd.chunks[0]) if size > 0]
+        if not keep:
+            raise ValueError(f"Found array with 0 sample(s) (shape=(0, {Xd.shape[1]})) while a minimum of 1 is "
+                             "required. Nothing was spent.")
+        if len(keep) < len(Xd.chunks[0]):
+            Xd = da.concatenate([Xd.blocks[i] for i in keep], axis=0)
+            yd = da.concatenate([yd.blocks[i] for i in keep], axis=0)
+        return cls(Xd, yd, names)
 
     def check_finite(self):
         """Refuse non-finite values, as ``validate_data`` does (one pass; before anything is spent)."""

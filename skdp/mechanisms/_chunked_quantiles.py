@@ -7,10 +7,13 @@ chunks of ``func(values_c, row_offset, *args)``) and ``gather(func, *args)``
 the draw is the in-memory one:
 
 * the jitter is the same public per-record randomness: the uniforms of rows
-  ``[r0, r1)`` are the generator's draws ``r0 k .. r1 k - 1`` (``k`` columns,
-  row-major), which a chunk reproduces from a copy of the fit's PCG64
-  generator advanced by ``r0 k``; the fit's generator is then advanced by
-  ``n k``, as the in-memory draw advances it;
+  ``[r0, r1)`` are the draws ``r0 k .. r1 k - 1`` (``k`` columns, row-major)
+  of the quantile's jitter generator
+  (:func:`~skdp.mechanisms.quantiles.jitter_generator`, seeded from the fit's
+  generator through SHA-256), which a chunk reproduces from that generator's
+  state advanced by ``r0 k``. Only that state is sent to the workers: it
+  reveals the jitter (data-independent, public) and nothing of the fit's
+  generator, which never leaves the driver;
 * the uniform ``u`` that selects the interval and the draw inside it come from
   the fit's generator, in the in-memory order;
 * the interval is selected from the same weights ``mass_k exp(-epsilon
@@ -37,23 +40,12 @@ import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, Repeated
 
-__all__ = ["chunked_quantile_columns", "advance_generator", "chunk_uniforms"]
+__all__ = ["chunked_quantile_columns", "chunk_uniforms"]
 
 _BINS = 4096
 _WINDOW_NATS = 40.0  # factors below exp(-40) ~ 4e-18 are left to the tail bound
 _MAX_DISTINCT = 1 << 20  # distinct values gathered per column before a bin range is split further
 _MAX_REFINE = 8
-
-
-def advance_generator(rng, n_draws):
-    """Advance a PCG64 generator by ``n_draws`` 64-bit draws, as ``rng.random(n_draws)`` would."""
-    bg = rng.bit_generator
-    state = bg.state
-    buffered = state["has_uint32"], state["uinteger"]
-    bg.advance(int(n_draws))
-    state = bg.state
-    state["has_uint32"], state["uinteger"] = buffered  # random() leaves the 32-bit buffer alone
-    bg.state = state
 
 
 def chunk_uniforms(state, offset, low, high, shape):
@@ -184,17 +176,16 @@ def _window(values, spec, lo_rank, hi_rank, skip_absent, ranges):
 def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale, nonzero, pieces, jitter,
                              rng):
     """:func:`~skdp.mechanisms.quantiles.quantile_columns` on chunked values (arguments already validated)."""
-    from .quantiles import _interval_masses, _sample_within
+    from .quantiles import _interval_masses, _sample_within, jitter_generator
 
     n, k = values.n_rows, values.n_columns
     exact = math.isinf(epsilon)
     if exact:
         return _exact(values, quantile, lower, upper, nonzero, pieces, log_scale)
-    if jitter > 0 and not isinstance(rng.bit_generator, np.random.PCG64):  # pragma: no cover - fits own PCG64
-        raise TypeError("Jittered quantiles of chunked values need a PCG64 generator (numpy's default).")
-    state = rng.bit_generator.state if jitter > 0 else None
-    if jitter > 0:
-        advance_generator(rng, n * k)
+    # Only the jitter generator's state travels to the workers, never the fit's generator (which
+    # draws every noise of the fit): see jitter_generator. It advances the fit's generator by the
+    # same 32 bytes as the in-memory quantile, so every later draw is the in-memory one.
+    state = jitter_generator(rng).bit_generator.state if jitter > 0 else None
     spec = (lower, upper, log_scale, nonzero, jitter, state, False)
     lower_t, upper_t = (math.log(lower), math.log(upper)) if log_scale else (lower, upper)
     u = 1.0 - rng.random(k)

@@ -209,3 +209,63 @@ def test_a_fit_inside_a_dask_worker_charges_the_users_ledger_or_refuses(client):
     fitted = client.submit(model.fit, X, y, pure=False).result()
     assert len(accountant.events) == 1
     assert accountant.events[0] == fitted.privacy_event_
+
+
+def test_empty_and_one_row_chunks_fit_as_the_rows_do(client):
+    # A filtered dataframe can leave empty partitions, depending on the values: they are dropped
+    # before any spend, so no chunk function meets one after the reservation.
+    X, y, _ = _tables()["gaussian"]
+    chunks = (1, 0, 1499, 0, 1, 1499)
+    memory, _ = _fit(X, y, **CONFIGS["private_clips_huber"])
+    dask_model, ledger = _fit(da.from_array(X, chunks=(chunks, 4)), da.from_array(y, chunks=(chunks,)),
+                              **CONFIGS["private_clips_huber"])
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert ledger.spent.epsilon == pytest.approx(1.0, rel=1e-9)
+    empty = da.from_array(X[:0], chunks=((0,), 4))
+    accountant = BudgetAccountant()
+    with pytest.raises(ValueError, match="0 sample"):
+        DPHeavyTailRegressor(scaling="none", accountant=accountant).fit(empty, da.from_array(y[:0], chunks=((0,),)))
+    assert len(accountant.events) == 0
+
+
+def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
+    # Only the quantile jitter's generator state (seeded from the fit's through SHA-256) may travel with
+    # the tasks: the fit's own generator draws every noise of the fit, and its state would let anyone
+    # who sees the task graph replay that noise.
+    from skdp.mechanisms import _chunked_quantiles, quantiles
+
+    fit_states, jitter_states, sent = [], [], []
+    original_jitter = quantiles.jitter_generator
+
+    def recording_jitter(rng):
+        fit_states.append(rng.bit_generator.state)
+        generator = original_jitter(rng)
+        jitter_states.append(generator.bit_generator.state)
+        fit_states.append(rng.bit_generator.state)
+        return generator
+
+    monkeypatch.setattr(quantiles, "jitter_generator", recording_jitter)
+    for name in ("map", "sum", "gather"):
+        if hasattr(_rows.ChunkedRows, name):
+            original = getattr(_rows.ChunkedRows, name)
+
+            def spy(self, func, *args, _original=original, **kwargs):
+                sent.extend(args)
+                return _original(self, func, *args, **kwargs)
+
+            monkeypatch.setattr(_rows.ChunkedRows, name, spy)
+    X, y, chunk = _tables()["gaussian"]
+    _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk), **CONFIGS["private_clips_huber"])
+
+    def states_in(value):
+        if isinstance(value, dict) and "bit_generator" in value:
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                yield from states_in(item)
+
+    shipped = [state for arg in sent for state in states_in(arg)]
+    assert jitter_states and shipped, "the fit released no jittered quantile"
+    assert all(state in jitter_states for state in shipped)
+    assert not any(state in fit_states for state in shipped)
+    assert _chunked_quantiles is not None
