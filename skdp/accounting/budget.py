@@ -55,6 +55,7 @@ import math
 import multiprocessing
 import os
 import socket
+import sys
 import threading
 import uuid
 import weakref
@@ -855,7 +856,27 @@ def resolve_default(remembered=None):
             return block
     if multiprocessing.parent_process() is not None:
         raise DetachedAccountantError(_WORKER_MESSAGE)
+    if _in_dask_worker():
+        raise DetachedAccountantError(_DASK_WORKER_MESSAGE)
     return _implicit_default()
+
+
+def _in_dask_worker():
+    """Whether this code runs in a task of a Dask worker (never imports Dask).
+
+    A worker may run in another process or on another machine, with no parent
+    the rule above can see (``dask worker --no-nanny``), or in the user's process
+    (``LocalCluster(processes=False)``); either way its implicit ledger is not one
+    the user looks at.
+    """
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return False
+    try:
+        distributed.get_worker()
+    except (ValueError, AttributeError):
+        return False
+    return True
 
 
 _WORKER_MESSAGE = (
@@ -863,6 +884,14 @@ _WORKER_MESSAGE = (
     "none was remembered from the parent process, so its spend would be recorded where nobody can see it. "
     "Nothing was read from the data. Pass accountant=BudgetAccountant(...) created in the parent process "
     "(it is shared with the workers), or build the estimator in the parent and send it to the workers.")
+
+_DASK_WORKER_MESSAGE = (
+    "This fit runs in a Dask worker and has no ledger to charge: it has no accountant of its own, none was "
+    "remembered from where it was copied and no `with BudgetAccountant(...)` block applies, so its spend "
+    "would be recorded where nobody can see it. Nothing was read from the data. Pass "
+    "accountant=BudgetAccountant(...) created by the client (workers on the client's machine charge it), or "
+    "fit on the client: skdp fits on Dask collections run their steps there and send only the sums to the "
+    "workers.")
 
 _AMBIGUOUS_MESSAGE = (
     "This estimator was copied (cloned or pickled, as model selection does for its workers) in a thread "

@@ -74,6 +74,7 @@ import numpy as np
 
 from ..accounting import GaussianRelease
 from ..mechanisms import budgeted_release, gaussian_mechanism
+from ._rows import ChunkedRows
 
 __all__ = ["CHECK_SHARE", "FitCheck", "fit_check_event", "private_fit_check", "private_classification_check",
            "classification_check_share", "CLASSIFICATION_KEEP_SIGMAS"]
@@ -197,21 +198,17 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     >>> bad.fallback
     True
     """
-    y = np.asarray(y, dtype=float)
-    n = y.shape[0]
-    scale = float(scale)
     bound = RESIDUAL_CLIP**2
-    with np.errstate(over="ignore", invalid="ignore"):
+    if isinstance(X, ChunkedRows) and predictions is None:  # rows on a cluster: a reduction of the same terms
+        n = X.shape[0]
+        value = float(X.sum(_chunk_improvement_sum, coef, intercept, center, scale)[0] / n)
+    else:
+        y = np.asarray(y, dtype=float)
+        n = y.shape[0]
         if predictions is None:
-            predictions = np.asarray(X @ np.asarray(coef, dtype=float)).ravel() + float(intercept)
-        predictions = np.asarray(predictions, dtype=float).ravel()
-        # Per-record terms in target variances, each within [-RESIDUAL_CLIP^2, RESIDUAL_CLIP^2]:
-        # a non-finite residual counts as clipped.
-        model = ((y - predictions) / scale) ** 2
-        constant = ((y - float(center)) / scale) ** 2
-    model = np.where(np.isfinite(model), np.minimum(model, bound), bound)
-    constant = np.where(np.isfinite(constant), np.minimum(constant, bound), bound)
-    value = float(np.mean(constant - model))
+            with np.errstate(over="ignore", invalid="ignore"):
+                predictions = np.asarray(X @ np.asarray(coef, dtype=float)).ravel() + float(intercept)
+        value = float(np.mean(improvement_terms(y, predictions, center, scale)))
     sensitivity = 2.0 * bound / n
     if pure_epsilon is not None:
         released, event = budgeted_release(value, ("pure", pure_epsilon), sensitivity, l1_sensitivity=sensitivity,
@@ -221,6 +218,30 @@ def private_fit_check(X, y, coef, intercept, center, scale, mu, random_state=Non
     noise_std = 0.0 if math.isinf(mu) else sensitivity / mu
     released, event = gaussian_mechanism(value, sensitivity, noise_std, random_state=random_state)
     return FitCheck(float(released), noise_std, event, bool(starved))
+
+
+def improvement_terms(y, predictions, center, scale):
+    """Per-record terms of the check: clipped squared errors of the constant minus the model's.
+
+    Each term lies in ``[-RESIDUAL_CLIP^2, RESIDUAL_CLIP^2]`` (target variances);
+    a non-finite residual counts as clipped.
+    """
+    bound = RESIDUAL_CLIP**2
+    scale = float(scale)
+    with np.errstate(over="ignore", invalid="ignore"):
+        predictions = np.asarray(predictions, dtype=float).ravel()
+        model = ((y - predictions) / scale) ** 2
+        constant = ((y - float(center)) / scale) ** 2
+    model = np.where(np.isfinite(model), np.minimum(model, bound), bound)
+    constant = np.where(np.isfinite(constant), np.minimum(constant, bound), bound)
+    return constant - model
+
+
+def _chunk_improvement_sum(X, y, coef, intercept, center, scale):
+    """The sum of :func:`improvement_terms` over one chunk of rows (a pass on chunked rows)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        predictions = np.asarray(X @ np.asarray(coef, dtype=float)).ravel() + float(intercept)
+    return np.array([np.sum(improvement_terms(np.asarray(y, dtype=float), predictions, center, scale))])
 
 
 def classification_check_share(n_samples, epsilon):

@@ -266,6 +266,7 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     """
 
     _solver_family = "heavy_tail"
+    _dask_input = True
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "loss": [Options(_BUILTIN_LOSSES), "callable"],

@@ -44,6 +44,8 @@ from ..solvers import GLMProblem, ProblemSpec, Solver, SolverOptions, get_solver
 from ._bounds import resolve_bounds
 from ._budget import REGRESSION_POST_FIT, plan_budget, plan_pure_budget
 from ._fit_check import private_fit_check
+from ._rows import (ChunkedDesign, ChunkedProblem, ChunkedRows, check_chunked_estimator, check_chunked_plan,
+                    is_dask_collection, lazy_decision_function)
 from ._standardise import COEF_RADIUS, WHITENED_MODES
 from ._verbose import FitReporter
 
@@ -79,6 +81,8 @@ class PrivateLinearModel(DPEstimatorMixin):
     # Whether y is a numeric target to standardise, and whether the regression fit check runs.
     _scales_target = True
     _has_fit_check = True
+    # Whether fit accepts Dask collections (the configurations of skdp.linear_model._rows).
+    _dask_input = False
 
     # -- hooks ---------------------------------------------------------------------------------
     def _check_parameters(self):
@@ -177,7 +181,12 @@ class PrivateLinearModel(DPEstimatorMixin):
             validate_params(self)
         requested = self._requested_solver()  # refuses unavailable solvers before reading data
         self._check_parameters()
-        X, y = self._validate_fit_data(X, y)
+        if is_dask_collection(X) or is_dask_collection(y):
+            check_chunked_estimator(self)
+            X = ChunkedRows.from_inputs(self, X, y)  # rows stay on the cluster; y is held by X
+            self._set_chunked_features(X)
+        else:
+            X, y = self._validate_fit_data(X, y)
         n, d = X.shape
         if n < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 samples; got n_samples = {n}.")
@@ -191,7 +200,18 @@ class PrivateLinearModel(DPEstimatorMixin):
         plan = self._plan(solver, n, d)
         if plan.solver is not solver:
             plan.solver.check(plan.spec)  # a variant chosen by the plan is checked too, before any spend
+        if isinstance(X, ChunkedRows):
+            check_chunked_plan(self, plan)  # public inputs only: before any value of the rows is read
+            X.check_finite()
         return X, y, n, d, plan
+
+    def _set_chunked_features(self, rows):
+        """``n_features_in_`` and ``feature_names_in_`` of chunked rows, as ``validate_data`` sets them."""
+        self.n_features_in_ = rows.shape[1]
+        if rows.feature_names is not None:
+            self.feature_names_in_ = rows.feature_names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
 
     def _planned_event(self, X, y):
         """The event a fit on ``(X, y)`` would plan, with every check a fit makes before its reservation.
@@ -415,11 +435,15 @@ class PrivateLinearModel(DPEstimatorMixin):
         """
         caps = solver.capabilities
         unbounded = scaling.whitened and caps.unbounded_rows
-        rows = scaling.rows(X, clip=not unbounded, implicit=caps.implicit_design)
+        if isinstance(X, ChunkedRows):  # the same rows, formed chunk by chunk on the cluster in every pass
+            rows, target, problem_class = ChunkedDesign(X, scaling, not unbounded), None, ChunkedProblem
+        else:
+            rows = scaling.rows(X, clip=not unbounded, implicit=caps.implicit_design)
+            target, problem_class = scaling.transform_target(y), GLMProblem
         ridge, l1, matrix = self._penalties(scaling, rows.shape[1])
         if matrix is not None and not caps.matrix_penalty:  # pragma: no cover - the plan prevents it
             raise RuntimeError(f"{solver.name} cannot take a ridge given as a matrix.")
-        return GLMProblem(rows, scaling.transform_target(y), self._problem_loss(scaling), ridge,
+        return problem_class(rows, target, self._problem_loss(scaling), ridge,
                           radius=scaling.radius, row_bound=scaling.coef_row_bound,
                           intercept=self.fit_intercept, unit=scaling.unit, l1=l1, rows_clipped=not unbounded,
                           penalty_matrix=matrix)
@@ -427,8 +451,27 @@ class PrivateLinearModel(DPEstimatorMixin):
     # -- prediction (post-processing: no privacy cost) ---------------------------------------------
     def _decision_function(self, X):
         check_is_fitted(self)
+        if self._dask_input and is_dask_collection(X):
+            return self._lazy_decision_function(X)
         X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
         return np.asarray(X @ self.coef_.astype(X.dtype, copy=False)).ravel() + X.dtype.type(self.intercept_)
+
+    def _lazy_decision_function(self, X):
+        """Predictions on Dask input as a lazy Dask array (post-processing; nothing is computed)."""
+        if hasattr(X, "to_dask_array"):
+            columns = list(getattr(X, "columns", []))
+            names = getattr(self, "feature_names_in_", None)
+            if names is not None and columns != list(names):
+                raise ValueError("The feature names should match those that were passed during fit.")
+            X = X.to_dask_array(lengths=True)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[-1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        if np.ndim(self.coef_) != 1:
+            raise ValueError("Lazy predictions on Dask input are built for single-output linear models only.")
+        if len(X.chunks[1]) > 1:
+            X = X.rechunk({1: -1})
+        return lazy_decision_function(X, self.coef_, self.intercept_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

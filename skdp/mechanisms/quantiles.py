@@ -12,6 +12,7 @@ scales), where a uniform base measure on a wide public range would waste the
 budget on empty space.
 """
 
+import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -108,6 +109,30 @@ def private_quantile(values, quantile, epsilon, bounds, *, scale="linear", nonze
                             jitter=jitter, random_state=random_state)
 
 
+def jitter_generator(rng):
+    """The generator of a quantile's jitter, seeded from ``rng`` through SHA-256.
+
+    The jitter is data-independent randomness of the mechanism (the exponential
+    mechanism is private for every fixed jitter), so it may be shown to anyone,
+    for example sent to the workers that hold the rows of a chunked input, who
+    reproduce their rows' share of it from this generator's state. That state
+    must reveal nothing about ``rng``, which draws every noise of the fit: it is
+    derived from 32 bytes of ``rng`` by SHA-256 (a preimage-resistant map), never
+    from ``rng``'s own state. ``rng`` advances by those 32 bytes whatever the
+    input's size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.mechanisms.quantiles import jitter_generator
+    >>> a, b = np.random.default_rng(0), np.random.default_rng(0)
+    >>> bool(np.array_equal(jitter_generator(a).random(3), jitter_generator(b).random(3)))
+    True
+    """
+    digest = hashlib.sha256(rng.bytes(32)).digest()
+    return np.random.Generator(np.random.PCG64(int.from_bytes(digest, "little")))
+
+
 def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonzero=False, prior=None,
                      jitter=0.0, random_state=None, threads=2):
     """:func:`private_quantile` with the number of worker threads for large inputs.
@@ -126,6 +151,13 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
     lower, upper = _check_bounds(bounds, scale)
     log_scale = scale == "log"
     pieces = None if prior is None else _check_prior(prior, (lower, upper), log_scale)
+    if getattr(values, "chunked", False):  # per-record values held where the rows are (a Dask cluster)
+        from ._chunked_quantiles import chunked_quantile_columns
+
+        rng = None if np.isinf(epsilon) else check_generator(random_state)
+        estimate, event = chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale,
+                                                   nonzero, pieces, float(jitter), rng)
+        return (float(estimate[0]) if values.one_column else estimate), event
     if np.isinf(epsilon):
         return _exact_quantile(values, quantile, (lower, upper), nonzero, pieces, log_scale)
     rng = check_generator(random_state)
@@ -139,7 +171,7 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
     if not np.isfinite(x).all():
         x = np.nan_to_num(x, nan=lower, posinf=upper, neginf=lower)
     if jitter > 0:
-        noise = rng.uniform(-jitter, jitter, size=x.shape)
+        noise = jitter_generator(rng).uniform(-jitter, jitter, size=x.shape)
         if log_scale:
             x = x * np.exp(noise)  # zeros stay zero
         elif nonzero:

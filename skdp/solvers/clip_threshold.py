@@ -60,8 +60,7 @@ def derivative_cap(loss):
 
 def gradient_norms(problem, w, rows=None):
     """Norms ``|loss'(x_i . w, y_i)| ||x_i||`` of the per-sample gradients (per record: never released)."""
-    norms = problem.norms if rows is None else problem.norms[rows]
-    return np.abs(problem.derivatives(w, rows)) * norms
+    return problem.gradient_norms(w, rows)
 
 
 _WIDEST_RANGE = (1e-300, 1e300)

@@ -185,6 +185,15 @@ class GLMProblem:
         active = self.active if rows is None else self.active[rows]
         return np.where(active, self.loss.derivative(X @ w, y), 0.0)
 
+    def gradient_norms(self, w, rows=None):
+        """Norms of the per-sample gradients at ``w``, ``|loss'(x_i w, y_i)| ||x_i||`` (never released)."""
+        norms = self.norms if rows is None else self.norms[rows]
+        return np.abs(self.derivatives(w, rows)) * norms
+
+    def absolute_residuals(self, w):
+        """Absolute residuals ``|x_i w - y_i|`` of every row at ``w`` (never released)."""
+        return np.abs(self.X @ w - self.y)
+
     def clipped_gradient_sum(self, w, clip, rows=None):
         """Sum of per-sample loss gradients at ``w``, each clipped to norm ``clip``.
 

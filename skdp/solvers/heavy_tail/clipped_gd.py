@@ -343,7 +343,7 @@ class ClippedGD(Solver):
         done = 0  # steps of all stages (progress)
         for s, steps in enumerate(stages):
             if s == 1 and self._tunes_huber(loss):
-                r = np.abs(problem.X @ w - problem.y)
+                r = problem.absolute_residuals(w)
                 med, ev = private_quantile(r, 0.5, eps_q, (1e-6, 1e3), scale="log", jitter=0.05, random_state=rng)
                 releases.append(ev)
                 loss = HuberLoss(1.345 * 1.4826 * med)

@@ -1,0 +1,271 @@
+"""Fits on Dask collections (skdp.linear_model._rows): the same model and event, refusals before spend.
+
+A ``distributed.LocalCluster`` (two in-process workers, a small memory limit) is
+started by the module's fixture. The solvers run a few steps (``max_iter``):
+equivalence holds for any schedule, and every step is one pass whose latency on
+the scheduler, not its work, is what these small tables cost.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array", reason="the 'dask' extra (dask[array,dataframe]) is not installed")
+distributed = pytest.importorskip("distributed", reason="the 'dask' extra (distributed) is not installed")
+
+from skdp import BudgetAccountant, DPHeavyTailRegressor, DPInterpolatingClassifier  # noqa: E402
+from skdp.accounting import DetachedAccountantError  # noqa: E402
+from skdp.linear_model import _rows  # noqa: E402
+from skdp.mechanisms._audit import record_releases  # noqa: E402
+from skdp.solvers.heavy_tail.clipped_gd import ClippedGD  # noqa: E402
+
+# Equal up to the order of floating-point summation (partial sums per chunk, then added).
+RTOL = 1e-10
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, memory_limit="1GiB",
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _tables():
+    rng = np.random.default_rng(1)
+    X1 = rng.normal(size=(3000, 4)) * [1.0, 2.0, 0.5, 1.0] + [0.0, 1.0, 0.0, -2.0]
+    y1 = X1 @ [1.0, 0.5, -2.0, 0.3] + 1.0 + rng.standard_t(3, size=3000)
+    X2 = np.column_stack([rng.random(2000) < 0.2, rng.poisson(1.0, 2000), rng.normal(size=2000)])
+    X2 = X2.astype(np.float32)
+    y2 = X2.astype(float) @ [2.0, -1.0, 0.5] + rng.normal(size=2000)
+    return {"gaussian": (X1, y1, 700), "mixed_float32": (X2, y2, 512)}
+
+
+CONFIGS = {
+    "public_clip_ridge": dict(scaling="none", algorithm=ClippedGD(clip=1.0, n_steps=12), alpha=0.1),
+    "absolute_loss": dict(scaling="none", loss="absolute", max_iter=12),
+    # Private clip thresholds (two quantiles of the gradient norms) and the Huber threshold (a third).
+    "private_clips_huber": dict(scaling="none", loss="huber", max_iter=12),
+}
+
+
+def assert_same_event(ours, theirs):
+    """The same event: the same mechanisms in the same order, every number equal up to rounding.
+
+    (A released clip threshold sets the sensitivity of the steps after it, and
+    the threshold is the in-memory one up to the summation order of the sums
+    it was computed from.)
+    """
+    assert type(ours) is type(theirs)
+    if dataclasses.is_dataclass(ours):
+        for field in dataclasses.fields(ours):
+            assert_same_event(getattr(ours, field.name), getattr(theirs, field.name))
+    elif isinstance(ours, (tuple, list)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            assert_same_event(a, b)
+    elif isinstance(ours, float):
+        assert ours == pytest.approx(theirs, rel=RTOL, abs=0)
+    else:
+        assert ours == theirs
+
+
+def _fit(X, y, **params):
+    accountant = BudgetAccountant()
+    model = DPHeavyTailRegressor(epsilon=1.0, random_state=7, accountant=accountant, **params).fit(X, y)
+    return model, accountant
+
+
+@pytest.mark.parametrize("table, config", [
+    ("gaussian", "public_clip_ridge"), ("mixed_float32", "public_clip_ridge"), ("gaussian", "absolute_loss"),
+    ("mixed_float32", "private_clips_huber"), ("gaussian", "private_clips_huber")])
+def test_dask_fit_releases_the_in_memory_model_and_event(client, table, config):
+    X, y, chunk = _tables()[table]
+    memory, ledger = _fit(X, y, **CONFIGS[config])
+    dask_model, dask_ledger = _fit(da.from_array(X, chunks=(chunk, 2)), da.from_array(y, chunks=chunk),
+                                   **CONFIGS[config])
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert dask_model.coef_.dtype == memory.coef_.dtype == X.dtype
+    assert abs(dask_model.intercept_ - memory.intercept_) <= RTOL * max(1.0, abs(memory.intercept_))
+    # The same privacy event (every release with its sensitivity and noise) and the same charge.
+    assert_same_event(dask_model.privacy_event_, memory.privacy_event_)
+    assert_same_event(dask_ledger.events, ledger.events)
+    assert dask_ledger.spent.epsilon == pytest.approx(ledger.spent.epsilon, rel=RTOL)
+    assert dask_ledger.spent.delta == ledger.spent.delta
+    assert dask_model.fit_check_["noise_std"] == memory.fit_check_["noise_std"]
+    assert dask_model.fit_check_["improvement"] == pytest.approx(memory.fit_check_["improvement"], rel=RTOL)
+    np.testing.assert_allclose(dask_model.schedule_["clip_thresholds"], memory.schedule_["clip_thresholds"],
+                               rtol=RTOL)
+    if "huber_delta" in memory.schedule_:
+        assert dask_model.schedule_["huber_delta"] == pytest.approx(memory.schedule_["huber_delta"], rel=RTOL)
+    assert dask_model.n_features_in_ == X.shape[1]
+
+
+def test_every_release_of_a_dask_fit_is_the_in_memory_release(client):
+    # Release by release: the same mechanism, the same event (sensitivity and noise), and the exact
+    # value before the noise equal up to summation order; so the noise, drawn on the driver from the
+    # same stream, is the same draw.
+    X, y, chunk = _tables()["gaussian"]
+    with record_releases() as memory_log:
+        _fit(X, y, **CONFIGS["public_clip_ridge"])
+    with record_releases() as dask_log:
+        _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk),
+             **CONFIGS["public_clip_ridge"])
+    assert len(dask_log) == len(memory_log) == 12 + 2  # curvature, 12 steps, fit check
+    for ours, theirs in zip(dask_log, memory_log):
+        assert ours.mechanism == theirs.mechanism
+        assert_same_event(ours.event, theirs.event)
+        np.testing.assert_allclose(ours.value, theirs.value, rtol=RTOL, atol=1e-14)
+
+
+def test_in_memory_fits_never_reach_the_chunked_rows(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("an in-memory fit used the chunked rows")
+
+    monkeypatch.setattr(_rows.ChunkedRows, "sum", fail)
+    X, y, _ = _tables()["gaussian"]
+    for params in CONFIGS.values():
+        _fit(X, y, **params)
+    _fit(X, y)  # the default path
+
+
+def test_dask_dataframe_input_keeps_feature_names(client):
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe is not installed")
+    pd = pytest.importorskip("pandas")
+    X, y, _ = _tables()["gaussian"]
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    memory, _ = _fit(frame, y, **CONFIGS["absolute_loss"])
+    ddf = dd.from_pandas(frame, npartitions=3)
+    dask_model, _ = _fit(ddf, dd.from_pandas(pd.Series(y), npartitions=3), **CONFIGS["absolute_loss"])
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert list(dask_model.feature_names_in_) == ["a", "b", "c", "d"]
+    assert_same_event(dask_model.privacy_event_, memory.privacy_event_)
+    predictions = dask_model.predict(ddf)
+    assert isinstance(predictions, da.Array)
+    np.testing.assert_allclose(predictions.compute(), memory.predict(frame), rtol=1e-9, atol=1e-9)
+
+
+def _never_computed(block):
+    raise AssertionError("a chunk of rows was computed")
+
+
+def test_predict_on_dask_input_is_lazy(client):
+    X, y, _ = _tables()["gaussian"]
+    model, _ = _fit(X, y, **CONFIGS["absolute_loss"])
+    poisoned = da.from_array(X, chunks=(1000, 4)).map_blocks(_never_computed, dtype=X.dtype,
+                                                             meta=np.empty((0, 0), dtype=X.dtype))
+    lazy = model.predict(poisoned)  # builds the graph only: no chunk is computed
+    assert isinstance(lazy, da.Array) and lazy.shape == (X.shape[0],) and lazy.dtype == X.dtype
+    assert lazy.chunks == ((1000, 1000, 1000),)
+    predictions = model.predict(da.from_array(X, chunks=(1000, 4)))
+    np.testing.assert_allclose(predictions.compute(), model.predict(X), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({}, "scaling='columns'"),  # the default path: private quantiles are not built on Dask input yet
+    (dict(scaling="minimal"), "scaling='minimal'"),
+    (dict(scaling="robust", loss="absolute"), "scaling='robust'"),
+    (dict(scaling="none", loss="absolute", algorithm="localized"), "algorithm='localized'"),
+    (dict(scaling="none", loss="absolute", bounds=(0.0, 1.0)), "Declared bounds"),
+])
+def test_unsupported_configurations_refuse_before_any_spend(client, params, match):
+    X, y, _ = _tables()["gaussian"]
+    accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    model = DPHeavyTailRegressor(random_state=0, accountant=accountant, **params)
+    poisoned = da.from_array(X, chunks=(1000, 4)).map_blocks(_never_computed, dtype=X.dtype,
+                                                             meta=np.empty((0, 0), dtype=X.dtype))
+    with pytest.raises(ValueError, match=match) as info:
+        model.fit(poisoned, da.from_array(y, chunks=1000))
+    assert "Nothing was spent" in str(info.value)  # refused from public inputs: no value of the rows was read
+    assert accountant.events == ()
+    assert not hasattr(model, "coef_")
+
+
+def test_other_estimators_and_bad_values_refuse_before_any_spend(client):
+    X, y, _ = _tables()["gaussian"]
+    accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="DPInterpolatingClassifier does not accept Dask input"):
+        DPInterpolatingClassifier(accountant=accountant).fit(da.from_array(X, chunks=1000),
+                                                             da.from_array(y > 0, chunks=1000))
+    bad = X.copy()
+    bad[2500, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        DPHeavyTailRegressor(accountant=accountant, **CONFIGS["absolute_loss"]).fit(
+            da.from_array(bad, chunks=1000), da.from_array(y, chunks=1000))
+    assert accountant.events == ()
+
+
+def test_a_fit_inside_a_dask_worker_charges_the_users_ledger_or_refuses(client):
+    X, y, _ = _tables()["gaussian"]
+    implicit = BudgetAccountant.default()
+    # No accountant, no block: the worker has no ledger the user sees; it refuses before spending.
+    orphan = DPHeavyTailRegressor(random_state=0, **CONFIGS["absolute_loss"])
+    with pytest.raises(DetachedAccountantError, match="Dask worker"):
+        client.submit(orphan.fit, X, y, pure=False).result()
+    assert implicit.events == ()
+    # An explicit accountant made by the client is charged by the worker's fit.
+    accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    model = DPHeavyTailRegressor(random_state=0, accountant=accountant, **CONFIGS["absolute_loss"])
+    fitted = client.submit(model.fit, X, y, pure=False).result()
+    assert len(accountant.events) == 1
+    assert accountant.events[0] == fitted.privacy_event_
+
+
+def test_empty_and_one_row_chunks_fit_as_the_rows_do(client):
+    # A filtered dataframe can leave empty partitions, depending on the values: they are dropped
+    # before any spend, so no chunk function meets one after the reservation.
+    X, y, _ = _tables()["gaussian"]
+    chunks = (1, 0, 1499, 0, 1, 1499)
+    memory, _ = _fit(X, y, **CONFIGS["private_clips_huber"])
+    dask_model, ledger = _fit(da.from_array(X, chunks=(chunks, 4)), da.from_array(y, chunks=(chunks,)),
+                              **CONFIGS["private_clips_huber"])
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert ledger.spent.epsilon == pytest.approx(1.0, rel=1e-9)
+    empty = da.from_array(X[:0], chunks=((0,), 4))
+    accountant = BudgetAccountant()
+    with pytest.raises(ValueError, match="0 sample"):
+        DPHeavyTailRegressor(scaling="none", accountant=accountant).fit(empty, da.from_array(y[:0], chunks=((0,),)))
+    assert len(accountant.events) == 0
+
+
+def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
+    # Only the quantile jitter's generator state (seeded from the fit's through SHA-256) may travel with
+    # the tasks: the fit's own generator draws every noise of the fit, and its state would let anyone
+    # who sees the task graph replay that noise.
+    from skdp.mechanisms import _chunked_quantiles, quantiles
+
+    fit_states, jitter_states, sent = [], [], []
+    original_jitter = quantiles.jitter_generator
+
+    def recording_jitter(rng):
+        fit_states.append(rng.bit_generator.state)
+        generator = original_jitter(rng)
+        jitter_states.append(generator.bit_generator.state)
+        fit_states.append(rng.bit_generator.state)
+        return generator
+
+    monkeypatch.setattr(quantiles, "jitter_generator", recording_jitter)
+    for name in ("map", "sum", "gather"):
+        if hasattr(_rows.ChunkedRows, name):
+            original = getattr(_rows.ChunkedRows, name)
+
+            def spy(self, func, *args, _original=original, **kwargs):
+                sent.extend(args)
+                return _original(self, func, *args, **kwargs)
+
+            monkeypatch.setattr(_rows.ChunkedRows, name, spy)
+    X, y, chunk = _tables()["gaussian"]
+    _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk), **CONFIGS["private_clips_huber"])
+
+    def states_in(value):
+        if isinstance(value, dict) and "bit_generator" in value:
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                yield from states_in(item)
+
+    shipped = [state for arg in sent for state in states_in(arg)]
+    assert jitter_states and shipped, "the fit released no jittered quantile"
+    assert all(state in jitter_states for state in shipped)
+    assert not any(state in fit_states for state in shipped)
+    assert _chunked_quantiles is not None
