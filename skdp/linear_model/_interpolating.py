@@ -585,7 +585,11 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         return np.exp(self.predict_log_proba(X))
 
     def predict_log_proba(self, X):
-        """Logarithms of :meth:`predict_proba`, computed without forming the probabilities (always finite)."""
+        """Logarithms of :meth:`predict_proba`, computed without forming the probabilities.
+
+        Always finite: floored at ``log`` of the smallest normal float (about
+        -708), so :meth:`predict_proba` is never exactly 0.
+        """
         return _log_proba(np.asarray(self.decision_function(X), dtype=float))
 
     def __sklearn_tags__(self):
@@ -594,12 +598,20 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         return tags
 
 
+# Log-probabilities are floored at the log of the smallest normal float, so that predict_proba (their
+# exponential) is never exactly 0 and its logarithm is predict_log_proba even for extreme scores (a
+# calibrated slope on well-separated rows can give logits below -745, where exp underflows to 0).
+_LOG_TINY = float(np.log(np.finfo(float).tiny))
+
+
 def _log_proba(scores):
     """Log-probabilities of the logistic (one score per row) or softmax (several) model of ``scores``."""
     with np.errstate(over="ignore", invalid="ignore"):
         if scores.ndim == 1:
-            return np.column_stack([special.log_expit(-scores), special.log_expit(scores)])
-        return special.log_softmax(scores, axis=1)
+            log_proba = np.column_stack([special.log_expit(-scores), special.log_expit(scores)])
+        else:
+            log_proba = special.log_softmax(scores, axis=1)
+    return np.maximum(log_proba, _LOG_TINY)
 
 
 class _SoftmaxSpec:
