@@ -307,19 +307,9 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         """``"default"``: one fit of the estimator at its own ``alpha`` with the whole budget."""
         inner = clone(DPHeavyTailRegressor() if self.estimator is None else self.estimator)
         inner.set_params(epsilon=self.epsilon, **common)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # The copy's own checks, before the reservation (they raise with nothing spent).
-            planned = clone(inner)._planned_event(X, y)
-
-        def solve(rng):
-            with nested_fits(rng) as run:
-                inner.fit(X, y)
-            return Sequential(run.events), inner
-
         self._log(f"fitting the default model ({type(inner).__name__}, alpha as given) with the whole "
                   "budget")
-        self._run_private(planned, solve, n_samples=X.shape[0])
+        self._fit_whole_budget(inner, X, y)
         alpha = inner.get_params(deep=False)["alpha"]
         if alpha is None:  # DPInterpolatingClassifier given by C: its mean-loss strength
             alpha = inner._effective_alpha()
@@ -328,6 +318,24 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         self.alphas_ = np.asarray([self.alpha_])
         self.best_index_ = 0
         self.validation_scores_ = None
+
+    def _fit_whole_budget(self, inner, X, y):
+        """Fit ``inner`` (an estimator at the tuner's budget) as the tuner's one ledger entry.
+
+        The event is planned on a copy with the copy's own checks, before the
+        reservation (they raise with nothing spent); the fit draws its noise from
+        the tuner's generator and is charged through the tuner's reservation.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planned = clone(inner)._planned_event(X, y)
+
+        def solve(rng):
+            with nested_fits(rng) as run:
+                inner.fit(X, y)
+            return Sequential(run.events), inner
+
+        self._run_private(planned, solve, n_samples=X.shape[0])
 
     def _classes(self, base, y):
         classes = base.get_params(deep=False).get("classes")
@@ -345,16 +353,7 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             epsilon=self.epsilon, alpha=1.0, l1_ratio=0.0,
             algorithm=solver.replace(alphas=grid, validation_fraction=float(self.validation_fraction)),
             **common)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            planned = clone(inner)._planned_event(X, y)
-
-        def solve(rng):
-            with nested_fits(rng) as run:
-                inner.fit(X, y)
-            return Sequential(run.events), inner
-
-        self._run_private(planned, solve, n_samples=X.shape[0])
+        self._fit_whole_budget(inner, X, y)
         self.best_index_ = int(inner.schedule_["alpha_index"])
         self.validation_scores_ = np.asarray(inner.schedule_["validation_scores"])
         for alpha, score in zip(grid, self.validation_scores_):
