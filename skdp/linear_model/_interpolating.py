@@ -152,8 +152,10 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         which can also declare one-hot blocks
         (:func:`~skdp.preprocessing.bounds_for_column_transformer` builds one
         for a ``ColumnTransformer``). Values outside are clipped (never an
-        error); declared columns get public centres and scales and spend no
-        private quantile, and the budget saved goes to the model. Validated
+        error); one-hot columns (and constant ones) get public centres and
+        scales and spend no private quantile, other declared columns a cheap
+        private centre and scale inside their bounds (two quantiles instead
+        of four); the budget saved goes to the model. Validated
         before anything is spent. See :ref:`bounds`.
     accountant : BudgetAccountant or None, default=None
         Ledger to charge; None charges the default of the thread that fits
