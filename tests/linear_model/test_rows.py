@@ -232,7 +232,7 @@ def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
     # Only the quantile jitter's generator state (seeded from the fit's through SHA-256) may travel with
     # the tasks: the fit's own generator draws every noise of the fit, and its state would let anyone
     # who sees the task graph replay that noise.
-    from skdp.mechanisms import _chunked_quantiles, quantiles
+    from skdp.mechanisms import quantiles
 
     fit_states, jitter_states, sent = [], [], []
     original_jitter = quantiles.jitter_generator
@@ -268,4 +268,3 @@ def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
     assert jitter_states and shipped, "the fit released no jittered quantile"
     assert all(state in jitter_states for state in shipped)
     assert not any(state in fit_states for state in shipped)
-    assert _chunked_quantiles is not None
