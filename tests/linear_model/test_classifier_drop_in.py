@@ -241,6 +241,20 @@ def test_pooling_keeps_two_pools_and_the_slope_never_reverses_the_ranking():
     assert a == 0.0
 
 
+def test_a_sharp_map_on_a_large_table_keeps_its_slope():
+    # Labels drawn from expit(6 u - 1): with little noise (mu = 50) the released slope is the true one
+    # within the binning's error; the ridge towards the prior must not shrink it (a fixed ridge of 1e-3
+    # per row gave a slope of 5.0 here).
+    rng = np.random.default_rng(3)
+    n = 20000
+    u = np.clip(rng.normal(-0.5, 1.0, size=n), -_calibration.SCORE_CLIP, _calibration.SCORE_CLIP)
+    labels = (rng.random(n) < 1.0 / (1.0 + np.exp(-(6.0 * u - 1.0)))).astype(int)
+    prior = np.bincount(labels) / n
+    a, b, bins, _ = _calibration._platt(u, labels, prior, ("gaussian", 50.0), rng, np.ones(n), 1.0, False, 0.0)
+    assert bins == 32
+    assert 5.6 < a < 6.4 and abs(b + 1.0) < 0.25
+
+
 def test_a_small_table_at_epsilon_one_beats_the_majority_class():
     # Breast cancer (426 training rows): the calibration's histogram has 4 bins; with equal-width bins and
     # strict pooling its slope was lost and half the fits fell back to the prior.
