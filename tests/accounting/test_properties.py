@@ -128,3 +128,19 @@ def test_calibrated_mixture_spends_the_target_and_no_more(epsilon, delta, laplac
     spent = make(scale).epsilon(delta)
     assert spent <= epsilon
     assert spent >= epsilon * (1 - 1e-5)
+
+
+@SETTINGS
+@given(sigma=positive, eps=positive, count=st.integers(1, 5), delta=st.floats(1e-9, 0.1))
+def test_reused_epsilons_are_the_composition_of_equal_events(sigma, eps, count, delta):
+    # Certified epsilons are reused for events with equal fields (a cache keyed by the frozen event):
+    # the answer must be the composition itself, for a fresh event equal to a queried one too.
+    from skdp.accounting._composition import compose_epsilon
+
+    def make():
+        return Sequential([Repeated(GaussianRelease(1.0, sigma), count), ExponentialMechanismRelease(eps)])
+
+    first = make().epsilon(delta)
+    again = make()
+    assert again.epsilon(delta) == first == compose_epsilon(again._items(), delta)
+    assert make().epsilon(delta / 2) >= first
