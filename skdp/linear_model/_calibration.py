@@ -35,8 +35,11 @@ the released model's scores and the labels:
      (replacing a row moves one unit of count between two cells: L2
      sensitivity ``sqrt(2)``), and ``(a, b)`` solve the Platt score equations
      of the noisy histogram, which are linear in the counts and so unbiased
-     under the noise, with a ridge towards the prior whose weight is a small
-     fraction of one cell's noise (:data:`PLATT_RIDGE_CELLS`): post-processing.
+     under the noise, each pool's equation weighted by the share of its
+     variance that is the rows' and not the noise's (so that the far tails,
+     nearly all noise, do not pull the slope), with a ridge towards the prior
+     whose weight is a small fraction of one cell's noise
+     (:data:`PLATT_RIDGE_CELLS`): post-processing.
      (Alternating bisections of ``a`` and ``b`` were tried instead: the two
      are strongly coupled on imbalanced tables, and one pass of each stopped
      at a fifth of the best slope.)
@@ -77,7 +80,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import optimize, special, stats
 
 from ..accounting import ApproxDPRelease, GaussianRelease, Sequential
 from ..mechanisms import budgeted_release, private_quantile
@@ -365,11 +368,9 @@ def _platt_equations(centres, positives, totals, ridge, penalty, anchor, max_ite
     """``(a, b)`` solving the penalised Platt score equations (Newton's method on the estimating equations).
 
     The root of ``sum_m [totals_m expit(a m + b) - positives_m] (m, 1) + penalty (a, 0)``
-    ``+ ridge ((a, b) - anchor)`` (per row). The equations are linear in the
-    counts, so noisy counts (negative ones included) leave them unbiased;
-    clipping every cell at 0 would not (the noise of the empty cells would count
-    as rows, flattening the fit). The Jacobian uses the totals clipped at 0, so
-    each step is a descent direction of a convex loss; steps are capped.
+    ``+ ridge ((a, b) - anchor)`` (per row). The Jacobian uses the totals
+    clipped at 0, so each step is a descent direction of a convex loss; steps
+    are capped.
     """
     theta = np.array(anchor, dtype=float)
     design = np.column_stack([centres, np.ones_like(centres)])
@@ -388,6 +389,45 @@ def _platt_equations(centres, positives, totals, ridge, penalty, anchor, max_ite
     return float(theta[0]), float(theta[1])
 
 
+def _weighted_platt_equations(centres, positives, totals, cells, noise_var, ridge, anchor, start):
+    """``(a, b)`` solving the Platt equations with noise-aware weights, or None when no root is found.
+
+    The root of ``sum_m w_m [totals_m expit(a m + b) - positives_m] (m, 1)``
+    ``+ ridge ((a, b) - anchor)`` with
+    ``w_m = v_m / (v_m + cells_m noise_var ((1 - p_m)^2 + p_m^2))``,
+    ``v_m = totals_m p_m (1 - p_m)``: the share of the pool's residual variance
+    that comes from its rows rather than from the noise of
+    ``positives_m - p_m totals_m`` (``noise_var``: one cell's noise variance in
+    the units of the counts; ``cells``: the cells of every pool). Any fixed
+    weights leave the equations unbiased when the calibration is logistic;
+    these keep the noise of the far tails, where nearly no row of one class
+    lies and the noise has the largest lever, from pulling the slope. The
+    weights move with ``(a, b)``, so the root is found by a hybrid Powell
+    solver (finite-difference Jacobian) from ``start``.
+    """
+    design = np.column_stack([centres, np.ones_like(centres)])
+    clipped = np.maximum(totals, 0.0)
+    anchor = np.asarray(anchor, dtype=float)
+    # Scaled to order one: the equations are per row and of the size of the noise variance.
+    scale = 1.0 / max(float(np.sum(clipped)) * 0.25, 1e-300)
+
+    def equations(theta):
+        p = special.expit(design @ theta)
+        rows = clipped * p * (1.0 - p)
+        weight = rows / np.maximum(rows + cells * noise_var * ((1.0 - p) ** 2 + p**2), 1e-300)
+        return scale * (design.T @ (weight * (totals * p - positives)) + ridge * (theta - anchor))
+
+    # From the given start, then from a twice steeper one and from the anchor (the clipped fit's slope
+    # is biased low, and the solver can stall far from the root).
+    for first in (np.asarray(start, dtype=float), 2.0 * np.asarray(start, dtype=float), anchor):
+        with np.errstate(all="ignore"):
+            result = optimize.root(equations, first, method="hybr")
+        theta = result.x
+        if result.success and np.all(np.isfinite(theta)) and np.linalg.norm(equations(theta)) <= 1e-8:
+            return float(theta[0]), float(theta[1])
+    return None
+
+
 def _platt(u, labels, prior, budget, rng, weights, max_weight, exact, penalty):
     """Platt scaling ``expit(a u + b)`` from one released histogram of ``(bin of u, label)``."""
     n = labels.shape[0]
@@ -403,9 +443,20 @@ def _platt(u, labels, prior, budget, rng, weights, max_weight, exact, penalty):
     np.add.at(counts, (labels, index), weights)
     noisy, event = _release(counts.ravel(), math.sqrt(2.0) * max_weight, 2.0 * max_weight, budget, rng)
     cell_std = _noise_std(math.sqrt(2.0) * max_weight, budget)
-    centres, positives, totals = _pooled(noisy.reshape(2, bins), 0.5 * (edges[:-1] + edges[1:]), cell_std)
+    centres, positives, totals, cells = _pooled(noisy.reshape(2, bins), 0.5 * (edges[:-1] + edges[1:]),
+                                                cell_std)
     ridge = PLATT_RIDGE_CELLS * cell_std / n
-    a, b = _platt_equations(centres, positives / n, totals / n, ridge, penalty, anchor)
+    # The counts as released (unbiased), each pool weighted by how much of it is rows rather than noise.
+    # Measured against the unweighted equations on counts clipped at 0 (10 splits, epsilon = 1): the
+    # slope's mean over 200 noise draws on one model's scores 4.7 -> 6.5 (6.8 without noise); test log
+    # loss x LogisticRegression: counts 1.10 -> 1.06, rare binary 1.16 -> 1.06, one-hot 50 1.20 -> 1.17.
+    # Started from (and, when no root is found, replaced by: a public rule on released values) the
+    # unweighted equations on the counts clipped at 0, whose loss is convex and bounded below.
+    pos, neg = np.maximum(positives, 0.0), np.maximum(totals - positives, 0.0)
+    start = _platt_equations(centres, pos / n, (pos + neg) / n, ridge, penalty, anchor)
+    fit = _weighted_platt_equations(centres, positives / n, totals / n, cells, (cell_std / n) ** 2,
+                                    ridge, anchor, start) if penalty == 0.0 else None
+    a, b = start if fit is None else fit
     # The map never reverses the released model's ranking (a public rule on released values): a
     # negative slope is noise, and the flat map at the prior is then the honest answer.
     return max(a, 0.0), b, bins, event
@@ -431,9 +482,10 @@ def _pooled(noisy, centres, cell_std):
 
     Post-processing of the released histogram: sparse bins (the rare class's far
     tail) hold mostly noise, and a pool of ``k`` cells has ``sqrt(k)`` times one
-    cell's noise but ``k`` times its rows. Within a pool the counts are summed,
-    clipped at 0 (few pools are near 0 after pooling), and the centre is the
-    released-count weighted mean of the bins' centres.
+    cell's noise but ``k`` times its rows. Within a pool the counts are summed
+    (not clipped: a class count of a tail pool may be negative), and the centre
+    is the released-count weighted mean of the bins' centres. Returns the
+    centres, the positives, the totals and the number of cells of every pool.
     """
     totals = noisy.sum(axis=0)
     pools, current = [], []
@@ -451,12 +503,12 @@ def _pooled(noisy, centres, cell_std):
         # One pool cannot identify a slope: split it at the middle bin (a public rule).
         middle = totals.shape[0] // 2
         pools = [list(range(middle)), list(range(middle, totals.shape[0]))]
-    pos = np.array([max(float(noisy[1, pool].sum()), 0.0) for pool in pools])
-    neg = np.array([max(float(noisy[0, pool].sum()), 0.0) for pool in pools])
+    pos = np.array([float(noisy[1, pool].sum()) for pool in pools])
+    neg = np.array([float(noisy[0, pool].sum()) for pool in pools])
     weight = [np.maximum(totals[pool], 0.0) for pool in pools]
     mids = np.array([float(np.average(centres[pool], weights=w)) if w.sum() > 0 else float(centres[pool].mean())
                      for pool, w in zip(pools, weight)])
-    return mids, pos, pos + neg
+    return mids, pos, pos + neg, np.array([len(pool) for pool in pools], dtype=float)
 
 
 def _temperature(u, labels, budget, rng, weights, max_weight, exact, penalty):

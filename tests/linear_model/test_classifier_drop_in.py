@@ -230,8 +230,10 @@ def test_histogram_edges_spread_a_centred_score_over_every_bin():
 def test_pooling_keeps_two_pools_and_the_slope_never_reverses_the_ranking():
     # Every bin below the pooling threshold: still two pools, so a slope is identified.
     noisy = np.array([[30.0, 20.0, 5.0, 1.0], [1.0, 5.0, 20.0, 30.0]])
-    centres, positives, totals = _calibration._pooled(noisy, np.array([-2.0, -0.5, 0.5, 2.0]), cell_std=100.0)
+    centres, positives, totals, cells = _calibration._pooled(noisy, np.array([-2.0, -0.5, 0.5, 2.0]),
+                                                             cell_std=100.0)
     assert len(centres) == 2 and centres[0] < 0 < centres[1] and positives[1] > positives[0]
+    assert list(cells) == [2.0, 2.0] and list(totals) == [56.0, 56.0]
     # A histogram whose labels run against the scores gives the flat map at the prior, not a reversal.
     rng = np.random.default_rng(1)
     labels = rng.integers(0, 2, size=600)
@@ -253,6 +255,26 @@ def test_a_sharp_map_on_a_large_table_keeps_its_slope():
     a, b, bins, _ = _calibration._platt(u, labels, prior, ("gaussian", 50.0), rng, np.ones(n), 1.0, False, 0.0)
     assert bins == 32
     assert 5.6 < a < 6.4 and abs(b + 1.0) < 0.25
+
+
+def test_the_noisy_platt_slope_is_not_flattened_by_the_noise(monkeypatch):
+    # A rare class (labels from expit(6 u - 1), u ~ N(-1, 1)) at the noise of a table of 6000 rows at
+    # epsilon = 1: the noise of the far tails (counts clipped at 0, unweighted equations) flattened the
+    # slope by a third; the noise-weighted equations on the counts as released are about unbiased.
+    rng = np.random.default_rng(5)
+    n = 6000
+    u = np.clip(rng.normal(-1.0, 1.0, size=n), -_calibration.SCORE_CLIP, _calibration.SCORE_CLIP)
+    labels = (rng.random(n) < 1.0 / (1.0 + np.exp(-(6.0 * u - 1.0)))).astype(int)
+    prior = np.bincount(labels) / n
+
+    def mean_slope():
+        return np.mean([_calibration._platt(u, labels, prior, ("gaussian", 0.08), np.random.default_rng(100 + r),
+                                            np.ones(n), 1.0, False, 0.0)[0] for r in range(40)])
+
+    exact = _calibration._platt(u, labels, prior, ("gaussian", math.inf), rng, np.ones(n), 1.0, True, 0.0)[0]
+    assert 0.85 * exact < mean_slope() < 1.15 * exact
+    monkeypatch.setattr(_calibration, "_weighted_platt_equations", lambda *args: None)  # the fallback
+    assert mean_slope() < 0.75 * exact
 
 
 def test_a_small_table_at_epsilon_one_beats_the_majority_class():
