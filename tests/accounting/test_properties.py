@@ -130,7 +130,7 @@ def test_calibrated_mixture_spends_the_target_and_no_more(epsilon, delta, laplac
     assert spent >= epsilon * (1 - 1e-5)
 
 
-@SETTINGS
+@SLOW_SETTINGS
 @given(sigma=positive, eps=positive, count=st.integers(1, 5), delta=st.floats(1e-9, 0.1))
 def test_reused_epsilons_are_the_composition_of_equal_events(sigma, eps, count, delta):
     # Certified epsilons are reused for events with equal fields (a cache keyed by the frozen event):
