@@ -44,7 +44,12 @@ Values are jittered multiplicatively (log scale, by up to ``jitter``) or
 additively (the centre, by up to 1e-4 asinh units) with independent public
 randomness per record, so that ties do not create zero-length intervals; a
 per-record randomised transform keeps the mechanism epsilon-DP (couple the
-jitter of every unchanged record).
+jitter of every unchanged record). Every jitter is drawn from a generator
+seeded from the fit's through SHA-256
+(:func:`~skdp.mechanisms.quantiles.jitter_generator`), never from the fit's
+generator itself: the jitter is public, so the rows of a chunk held elsewhere
+(a Dask worker) may reproduce their share of it from that generator's state,
+which reveals nothing about the fit's noise.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +60,7 @@ import scipy.sparse as sp
 from ..accounting import ExponentialMechanismRelease, Repeated
 from ._random import check_generator
 from .noise import gaussian_mechanism
-from .quantiles import private_quantile, quantile_columns
+from .quantiles import jitter_generator, private_quantile, quantile_columns
 
 __all__ = ["private_robust_scaling", "robust_scaling_event", "private_pooled_scale",
            "pooled_scaling_event", "private_column_statistics", "column_statistics_event",
@@ -134,7 +139,7 @@ def private_robust_scaling(X, epsilon, *, center=True, bounds=(1e-12, 1e12), jit
 
     # One multiplicative jitter per record and column, shared by the log-scale
     # steps (public randomness; each release is DP given it).
-    shared_jitter = np.exp(rng.uniform(-jitter, jitter, size=(n, d)))
+    shared_jitter = np.exp(jitter_generator(rng).uniform(-jitter, jitter, size=(n, d)))
 
     def log_jitter():
         return shared_jitter
@@ -144,7 +149,7 @@ def private_robust_scaling(X, epsilon, *, center=True, bounds=(1e-12, 1e12), jit
     s0 = np.atleast_1d(s0)
     if center:
         h = min(jitter, _CENTER_JITTER)
-        t = np.arcsinh(X / s0) + rng.uniform(-h, h, size=(n, d))
+        t = np.arcsinh(X / s0) + jitter_generator(rng).uniform(-h, h, size=(n, d))
         m_t, _ = private_quantile(t, 0.5, epsilon, (-_CENTER_LIMIT, _CENTER_LIMIT), random_state=rng)
         grid = _CENTER_GRID * s0
         centre = np.round(np.sinh(np.atleast_1d(m_t)) * s0 / grid) * grid
@@ -212,7 +217,7 @@ def private_pooled_scale(X, epsilon, *, bounds=(1e-12, 1e12), jitter=0.05, rando
         counts = np.count_nonzero(X, axis=1)
     # Per-row value: depends on its own row (and public jitter) only.
     rms = np.sqrt(np.divide(squares, counts, out=np.zeros_like(squares), where=counts > 0))
-    values = rms * np.exp(rng.uniform(-jitter, jitter, size=rms.shape))
+    values = rms * np.exp(jitter_generator(rng).uniform(-jitter, jitter, size=rms.shape))
     lower, upper = (float(b) for b in bounds)
     s, _ = private_quantile(values, 0.5, epsilon, (lower, upper), scale="log", nonzero=True, random_state=rng)
     return float(s), pooled_scaling_event(epsilon)
@@ -349,7 +354,7 @@ def _column_statistics(X, epsilon, stages, rng, threads):
                                               **kwargs)[0])
 
     def jitter(values):
-        return values * np.exp(rng.uniform(-jl, jl, size=values.shape)) if jl else values
+        return values * np.exp(jitter_generator(rng).uniform(-jl, jl, size=values.shape)) if jl else values
 
     for j0 in range(0, d, _BLOCK):
         j1 = min(d, j0 + _BLOCK)
@@ -361,7 +366,7 @@ def _column_statistics(X, epsilon, stages, rng, threads):
             continue
         t1 = _signed_log(xb)
         if h1:
-            t1 = t1 + rng.uniform(-h1, h1, size=t1.shape)
+            t1 = t1 + jitter_generator(rng).uniform(-h1, h1, size=t1.shape)
         m1 = quantile(t1, (-_T1_BOUND, _T1_BOUND), False)
         c1 = np.where(np.abs(m1) <= 2 * _JITTER_T1, 0.0, _UNIT0 * np.sinh(m1))
         dev = np.abs(xb - c1)
@@ -374,7 +379,7 @@ def _column_statistics(X, epsilon, stages, rng, threads):
         R2 = 20.0 * (_JITTER_T1 * np.abs(c1) + s1)
         x2 = (xb - c1) / R2
         if h2:
-            x2 = x2 + rng.uniform(-h2, h2, size=x2.shape)
+            x2 = x2 + jitter_generator(rng).uniform(-h2, h2, size=x2.shape)
         c2 = c1 + R2 * quantile(x2, (-1.0, 1.0), False)
         dev = np.abs(xb - c2)
         dev = np.where(dev <= 2 * _JITTER_T2 * R2, 0.0, dev)
