@@ -69,12 +69,16 @@ task graph replay every noise of the fit). A quantile costs 2 passes (more when
 the bins near the target are crowded: a data-dependent pass count, a timing
 side channel outside the accounting).
 
-Passes. A default fit with ``d <= 64`` columns makes ``T + 29`` passes: the
-finite check, 2 per private quantile (10 in the standardisation: 4 per column
-and 4 for ``y`` in the "columns" mode, all columns of a block of 64 at once,
-and the two row-norm medians; 2 for the clip thresholds, 1 more for an
-automatic Huber threshold), the magnitude check, the Gram matrix, the
-curvature, the ``T`` steps and the fit check. The in-memory fit reads its
+Passes. A default fit with ``d <= 64`` columns and ``n d < 4e5`` makes
+``T + 29`` passes: the finite check, 2 per private quantile (10 in the
+standardisation: 4 per column and 4 for ``y`` in the "columns" mode, all
+columns of a block of 64 at once, and the two row-norm medians; 2 for the clip
+thresholds, 1 more for an automatic Huber threshold), the magnitude check, the
+Gram matrix, the curvature, the ``T`` steps and the fit check. From
+``n d = 4e5`` the column statistics release two halves of the columns, each
+with its own generator (a public rule of the in-memory code, which the chunked
+fit follows to draw the same noise), from two driver threads: 4 more
+quantiles, ``T + 37`` passes for up to 128 columns. The in-memory fit reads its
 arrays as often in the standardisation (one computation of each quantile's
 values, the counts, the Gram matrix) and sweeps them twice per step. Each pass
 recomputes the graph of ``X`` and ``y`` from their source unless the caller

@@ -395,3 +395,11 @@ def test_constant_columns_tied_chunks_and_extreme_values_fit_as_in_memory(client
     params = dict(max_iter=12, epsilon=epsilon)
     memory = _fit(X, y, **params)
     assert_same_fit(_fit(*_dask(X, y), **params), memory)
+
+
+def test_a_large_table_releases_its_column_halves_from_two_threads_as_in_memory(client):
+    # From n d = 4e5 the column statistics release two halves of the columns, each with its own generator
+    # (a public rule of the in-memory code): on Dask each half's passes run from its own driver thread.
+    X, y = _mixed_table(100_000)
+    memory = _fit(X, y, max_iter=5)
+    assert_same_fit(_fit(*_dask(X, y, chunks=(1, 49_999, 30_000, 20_000)), max_iter=5), memory)
