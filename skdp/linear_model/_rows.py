@@ -246,7 +246,7 @@ class ChunkedRows:
         xs = self.X.to_delayed().ravel()
         ys = self.y.to_delayed().ravel()
         starts = np.concatenate([[0], np.cumsum(self.X.chunks[0])[:-1]]).astype(int)
-        tasks = [delayed(func)(xc, yc, *((int(r0),) if offsets else ()), *args)
+        tasks = [delayed(_quietly)(func, xc, yc, *((int(r0),) if offsets else ()), *args)
                  for xc, yc, r0 in zip(xs, ys, starts)]
         return list(dask.compute(*tasks))
 
@@ -315,6 +315,17 @@ class RowsInMemory:
 
     def target(self, limit=None):
         return ArrayColumns(_selected(self.X, self.y, ("y", limit)))
+
+
+def _quietly(func, *args):
+    """A chunk function under IEEE arithmetic, as the driver runs the fit (``np.errstate(all="ignore")``).
+
+    Overflow and invalid values are mapped by the chunk functions' per-record
+    rules; a worker whose numpy settings raise on them (``np.seterr``) must not
+    turn one record's value into an exception after the budget is reserved.
+    """
+    with np.errstate(all="ignore"):
+        return func(*args)
 
 
 def _added(parts):

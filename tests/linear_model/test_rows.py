@@ -403,3 +403,21 @@ def test_a_large_table_releases_its_column_halves_from_two_threads_as_in_memory(
     X, y = _mixed_table(100_000)
     memory = _fit(X, y, max_iter=5)
     assert_same_fit(_fit(*_dask(X, y, chunks=(1, 49_999, 30_000, 20_000)), max_iter=5), memory)
+
+
+
+def _error_state(X, y):
+    with np.errstate():  # the state the chunk function runs under
+        return dict(np.geterr())
+
+
+def test_chunk_functions_run_under_ieee_rules_whatever_the_workers_numpy_settings(client):
+    # The driver runs a fit under np.errstate(all="ignore") (overflow and invalid values are mapped by
+    # per-record rules); a worker whose numpy settings raise must not turn one record's overflow into an
+    # exception after the reservation, so every chunk function runs under the same rules.
+    X, y = _mixed_table()
+    rows = _rows.ChunkedRows(*_dask(X, y))
+    states = rows.map(_error_state)
+    assert len(states) == len(UNEVEN)
+    assert all(state == {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
+               for state in states)
