@@ -5,71 +5,82 @@ every noise draw and every step happens on the driver. :class:`ChunkedRows`
 holds ``X`` and ``y`` as Dask arrays chunked by rows and offers one operation,
 :meth:`ChunkedRows.sum`: apply a function of one chunk ``(X_c, y_c)`` (and of
 public or released arguments) to every chunk and add the results on the driver.
-The chunk functions below are the in-memory code applied to a block of rows,
-so the Dask fit releases the same values as the in-memory fit of the same rows,
-up to the order of floating-point summation, and the noise is drawn on the
-driver from the fit's generator, in the same order: the same model and the same
-privacy event (every release keeps its sensitivity: a sum over rows does not
-depend on how the rows are split into chunks). Nothing brings rows to the
-driver: only the per-chunk sums (vectors of ``p`` numbers, ``p x p`` Gram
-matrices) travel. The in-memory path does not go through this module and is
-unchanged.
+The chunk functions are the in-memory code applied to a block of rows: the
+standardiser's steps read their rows through :class:`RowsInMemory` (the whole
+table as one chunk) or :class:`ChunkedRows`, and the mechanisms theirs through a
+column source (:mod:`skdp.mechanisms._columns`; :class:`ChunkedColumns` here),
+so each step is written once. The Dask fit releases the same values as the
+in-memory fit of the same rows, up to the order of floating-point summation,
+and the noise is drawn on the driver from the fit's generator, in the same
+order: the same model and the same privacy event (every release keeps its
+sensitivity: a sum over rows does not depend on how the rows are split into
+chunks). Nothing brings rows to the driver: only the per-chunk results
+(vectors of ``p`` numbers, ``p x p`` Gram matrices, counts over public bins, and
+the few values near a quantile's target) travel.
 
 Where the default path of :class:`~skdp.DPHeavyTailRegressor` (``algorithm``
-"auto" -> "clipped_gd", ``scaling="auto"``) touches the rows, and the reduction
-each becomes:
+"auto" -> "clipped_gd", ``scaling="auto"``) touches the rows, the chunk
+function of each step and what it gets besides the chunk (released values and
+public constants only):
 
-======================================  ==========================================  ===============
-in-memory step                          per-chunk partial sum                       status
-======================================  ==========================================  ===============
-validation (finite values, shapes)      all-finite flags of the chunk               built
-column statistics (4 quantiles per      histograms over public bins of the          refused
-column; :func:`~skdp.mechanisms.         per-record values, then the values in the
-private_column_statistics`)             few bins the mechanism can select (below)
-magnitude check (exceedance counts)     counts of ``|z| > 10^k`` per column         refused
-median row norm of ``[z, 1]``           as the column statistics                    refused
-second-moment matrix of ``[z, 1]``      ``A_c^T A_c`` of the clipped rows           refused
-(``_whitening`` is post-processing)
-median norm of the whitened rows        as the column statistics                    refused
-curvature (top eigenvalue of the        ``Z_c^T Z_c`` (squared clip factors as      built (rows
-mean ``x x^T``)                         weights on whitened rows)                   clipped)
-clip thresholds (median / quantile of   as the column statistics                    built
-gradient norms, two stages)
-Huber threshold (median ``|r|``)        as the column statistics                    built
-``T`` noisy clipped gradient steps      ``Z_c^T clip(loss'(Z_c w, y_c))``           built
-fit check (clipped residual sums)       sum of the clipped improvement terms        built
-predict                                 ``X_c @ coef + intercept`` (lazy, no sum)   built
-======================================  ==========================================  ===============
+======================================  ==========================================  ==============================
+in-memory step                          per-chunk function (scaling / _rows)        shipped with it
+======================================  ==========================================  ==============================
+validation (finite values)              all-finite flags of the chunk               nothing
+column statistics, per stage            ``_signed_log_values``, ``_deviations``,    earlier stages' centres and
+(:func:`~skdp.mechanisms.               ``_relative_values`` (values ranked by the  scales, the stage's jitter
+private_column_statistics`)             quantile: counts, then gathered values)     state (SHA-256 child)
+magnitude check                         ``_exceedance_counts``                      released centres and scales
+median norm of the rows ``[z, 1]``      ``_standardised_row_norms`` (values)        released centres and scales
+second-moment matrix of ``[z, 1]``      ``_standardised_second_moments``            centres, scales, the released
+                                                                                    clip
+median norm of the whitened rows        ``_feature_norms`` (values)                 the released ``Scaling``
+robust / pooled / minimal / target      ``_jittered_magnitudes``,                   released statistics, jitter
+modes                                   ``_asinh_values``,                          states (SHA-256 children)
+                                        ``_relative_deviations``,
+                                        ``_jittered_row_rms``,
+                                        ``_scaled_row_norms``
+curvature (top eigenvalue)              ``_clipped_gram_chunk`` / ``_gram_chunk``   the ``Scaling``, the bound
+clip thresholds, Huber threshold        ``_gradient_norms_chunk``,                  the ``Scaling``, the released
+                                        ``_absolute_residuals_chunk`` (values)      coefficients
+``T`` noisy clipped gradient steps      ``_gradient_chunk``                         ``Scaling``, loss, ``w``, clip
+fit check                               ``_chunk_improvement_sum``                  released model and constant
+predict                                 ``X_c @ coef + intercept`` (lazy, no sum)   released model
+======================================  ==========================================  ==============================
 
 Quantiles. The library's quantiles are the exponential mechanism over the
 intervals between the sorted values (:func:`~skdp.mechanisms.private_quantile`):
 interval ``k`` has weight ``width_k exp(-epsilon |k - q n| / 2)``. Per-record
-values of chunked rows (:class:`ChunkedValues`: gradient norms, absolute
-residuals) are released by :mod:`skdp.mechanisms._chunked_quantiles` without
-sorting the table: counts in public bins give every bin its ranks, and the
-distinct values in the bins within ``80 / epsilon`` ranks of the target (a few
-per rank, gathered with their counts: ``O(1 / epsilon)`` values whatever ``n``)
-give the intervals there exactly; the tails' weight is bounded, and when the
-bound could change the selection (probability about that bound, below
-``1e-15``) every value is gathered, so the draw is exactly the exponential
-mechanism's and equals the in-memory one up to rounding. The quantiles' jitter
-(public per-record randomness, ``n x columns`` uniforms in row-major order from
-a generator seeded from the fit's through SHA-256) is reproduced in each chunk
-from that jitter generator's state advanced to the chunk's first row; the fit's
+values of chunked rows (:class:`ChunkedValues`) are released by
+:mod:`skdp.mechanisms._chunked_quantiles` without sorting the table: counts in
+public bins give every bin its ranks, and the distinct values in the bins
+within ``80 / epsilon`` ranks of the target (a few per rank, gathered with
+their counts: ``O(1 / epsilon)`` values whatever ``n``) give the intervals there
+exactly; the tails' weight is bounded, and when the bound could change the
+selection (probability about that bound, below ``1e-15``) every value is
+gathered, so the draw is exactly the exponential mechanism's and equals the
+in-memory one up to rounding. Every jitter (public per-record randomness: the
+quantiles' own, and the column statistics' between their stages) is drawn from
+a generator seeded from the fit's through SHA-256
+(:func:`~skdp.mechanisms.quantiles.jitter_generator`) and reproduced in each
+chunk from that generator's state advanced to the chunk's first row; the fit's
 own generator never leaves the driver (its state would let anyone who sees the
-task graph replay every noise of the fit). A quantile costs 3 passes (more when
+task graph replay every noise of the fit). A quantile costs 2 passes (more when
 the bins near the target are crowded: a data-dependent pass count, a timing
-side channel outside the accounting). Still to do: the column statistics (their
-per-record values are functions of the raw columns and of earlier releases,
-with jitter drawn between the stages), the row-norm medians and the magnitude
-check of the standardiser, hence every scaling mode but "none"; until then
-those are refused on Dask input before anything is spent
-(:func:`check_chunked_plan`).
+side channel outside the accounting).
 
-Passes. A Dask fit of the supported configurations makes ``T + 3`` passes
-(the validation, the curvature, one per gradient step, the fit check) plus 2
-per private quantile (the clip thresholds, the Huber threshold); the in-memory
-fit sweeps its arrays at least as often (two products per step). Each pass
+Passes. A default fit with ``d <= 64`` columns and ``n d < 4e5`` makes
+``T + 29`` passes: the finite check, 2 per private quantile (10 in the
+standardisation: 4 per column and 4 for ``y`` in the "columns" mode, all
+columns of a block of 64 at once, and the two row-norm medians; 2 for the clip
+thresholds, 1 more for an automatic Huber threshold), the magnitude check, the
+Gram matrix, the curvature, the ``T`` steps and the fit check. From
+``n d = 4e5`` the column statistics release two halves of the columns, each
+with its own generator (a public rule of the in-memory code, which the chunked
+fit follows to draw the same noise), from two driver threads: 4 more
+quantiles, ``T + 37`` passes for up to 128 columns. The in-memory fit reads its
+arrays as often in the standardisation (one computation of each quantile's
+values, the counts, the Gram matrix) and sweeps them twice per step. Each pass
 recomputes the graph of ``X`` and ``y`` from their source unless the caller
 persisted them (``X.persist()``): out-of-core tables are read once per pass.
 
@@ -81,21 +92,25 @@ the worker shares the user's process; otherwise it refuses before spending
 (:func:`skdp.accounting.budget.resolve_default`).
 
 The supported configurations today: :class:`~skdp.DPHeavyTailRegressor` with
-``scaling="none"`` (features on a scale known without the data; rows clipped to
-the public norm ``sqrt(d) + 3``) and ``algorithm`` "auto" or "clipped_gd" (any
-built-in loss; private or public clip thresholds; penalties), no declared
-bounds, a Gaussian budget (``delta > 0``).
+``algorithm`` "auto" or "clipped_gd" (any built-in loss; private or public clip
+thresholds; penalties) and every scaling mode (the default included), no
+declared bounds, a Gaussian budget (``delta > 0``). Declared bounds, the other
+solvers and the other estimators refuse Dask input before anything is spent
+(:func:`check_chunked_estimator`, :func:`check_chunked_plan`).
 """
 
 import math
 import sys
+from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..mechanisms import clipped_derivatives, row_norms
+from ..mechanisms import clip_factors, clipped_derivatives, row_norms
+from ..mechanisms._columns import ArrayColumns
 from ..solvers import GLMProblem
 
-__all__ = ["ChunkedRows", "ChunkedValues", "ChunkedDesign", "ChunkedProblem", "is_dask_collection",
+__all__ = ["ChunkedRows", "RowsInMemory", "ChunkedColumns", "ChunkedValues", "ChunkedDesign", "ChunkedProblem", "is_dask_collection",
            "check_chunked_estimator", "check_chunked_plan",
            "lazy_decision_function"]
 
@@ -231,22 +246,152 @@ class ChunkedRows:
         xs = self.X.to_delayed().ravel()
         ys = self.y.to_delayed().ravel()
         starts = np.concatenate([[0], np.cumsum(self.X.chunks[0])[:-1]]).astype(int)
-        tasks = [delayed(func)(xc, yc, *((int(r0),) if offsets else ()), *args)
+        tasks = [delayed(_quietly)(func, xc, yc, *((int(r0),) if offsets else ()), *args)
                  for xc, yc, r0 in zip(xs, ys, starts)]
         return list(dask.compute(*tasks))
 
-    def sum(self, func, *args):
+    def sum(self, func, *args, offsets=False):
         """``sum_c func(X_c, y_c, *args)`` over the row chunks: one pass, one Dask computation.
 
         ``func`` returns an ndarray of a fixed shape; the partial sums are added
         on the driver in chunk order (a fixed order: the result does not depend
-        on the scheduler).
+        on the scheduler). ``offsets`` as in :meth:`map`.
         """
-        parts = self.map(func, *args)
-        total = np.array(parts[0], dtype=float, copy=True)
-        for part in parts[1:]:
-            total += part
-        return total
+        return _added(self.map(func, *args, offsets=offsets))
+
+    def values(self, func, *args):
+        """The per-record values ``func(X_c, y_c, *args)`` (one column), for the private quantiles."""
+        return ChunkedValues(self, 1, func, *args)
+
+    def maximum(self, func, *args):
+        """``max`` over every row of ``func(X_c, y_c, *args)`` (0 when all are smaller): one pass."""
+        return max(self.map(_chunk_maximum, func, args))
+
+    def columns(self, index=None, shift=None):
+        """Columns ``index`` of ``X`` (all by default), minus a public ``shift``: a column source."""
+        return ChunkedColumns(self, ("X", index, shift))
+
+    def target(self, limit=None):
+        """``y`` as one float column, clipped to ``+-limit`` when given: a column source."""
+        return ChunkedColumns(self, ("y", limit))
+
+
+class RowsInMemory:
+    """The rows ``(X, y)`` held in memory, with the interface of :class:`ChunkedRows`: one chunk, all rows.
+
+    The standardiser reads its rows through this interface, so each of its
+    steps is one chunk function whether the rows are in memory (the function
+    runs once, on every row) or on a cluster (once per chunk, results added).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.linear_model._rows import RowsInMemory
+    >>> rows = RowsInMemory(np.arange(6.0).reshape(3, 2), np.array([1.0, 2.0, 3.0]))
+    >>> rows.sum(lambda X, y: X.T @ y)
+    array([16., 22.])
+    >>> rows.target().shape
+    (3, 1)
+    """
+
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+
+    @property
+    def shape(self):
+        return self.X.shape
+
+    def sum(self, func, *args):
+        return func(self.X, self.y, *args)
+
+    def values(self, func, *args):
+        return func(self.X, self.y, *args)
+
+    def maximum(self, func, *args):
+        return _chunk_maximum(self.X, self.y, func, args)
+
+    def columns(self, index=None, shift=None):
+        return ArrayColumns(_selected(self.X, self.y, ("X", index, shift)))
+
+    def target(self, limit=None):
+        return ArrayColumns(_selected(self.X, self.y, ("y", limit)))
+
+
+def _quietly(func, *args):
+    """A chunk function under IEEE arithmetic, as the driver runs the fit (``np.errstate(all="ignore")``).
+
+    Overflow and invalid values are mapped by the chunk functions' per-record
+    rules; a worker whose numpy settings raise on them (``np.seterr``) must not
+    turn one record's value into an exception after the budget is reserved.
+    """
+    with np.errstate(all="ignore"):
+        return func(*args)
+
+
+def _added(parts):
+    total = np.array(parts[0], dtype=float, copy=True)
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+def _chunk_maximum(X, y, func, args):
+    return float(np.max(func(X, y, *args), initial=0.0))
+
+
+def _selected(X, y, select):
+    """The columns a column source reads from a chunk: ``X[:, index] - shift`` (dense), or ``y`` as a column."""
+    if select[0] == "y":
+        target = np.asarray(y, dtype=float)
+        if select[1] is not None:
+            target = np.clip(target, -select[1], select[1])
+        return target.reshape(-1, 1)
+    _, index, shift = select
+    part = X if index is None else X[:, index]
+    if shift is None:
+        return part
+    return (part.toarray() if sp.issparse(part) else np.asarray(part, dtype=float)) - shift
+
+
+def _selected_values(X, y, offset, select, func, args):
+    return func(_selected(X, y, select), offset, *args)
+
+
+class ChunkedColumns:
+    """Columns of chunked rows as a column source of the mechanisms (:mod:`skdp.mechanisms._columns`).
+
+    A chunk function ``func(block, offset, *args)`` gets the selected columns
+    of one chunk and the index of its first row; only ``func``, the selection
+    and ``args`` (public constants, released values, jitter states) travel to
+    the workers.
+    """
+
+    chunked_columns = True
+
+    def __init__(self, rows, select):
+        self.rows, self.select = rows, select
+        if select[0] == "y":
+            self.shape = (rows.shape[0], 1)
+        else:
+            index = select[1]
+            self.shape = (rows.shape[0], rows.shape[1] if index is None else np.arange(rows.shape[1])[index].size)
+
+    def columns(self, index):
+        if self.select[0] == "y":
+            if np.arange(1)[index].size != 1:  # pragma: no cover - the mechanisms select within their columns
+                raise IndexError("The target is one column.")
+            return self
+        _, base, shift = self.select
+        chosen = index if base is None else np.arange(self.rows.shape[1])[base][index]
+        if shift is not None:
+            shift = np.broadcast_to(np.asarray(shift, dtype=float), (self.shape[1],))[index]
+        return ChunkedColumns(self.rows, ("X", chosen, shift))
+
+    def values(self, n_columns, func, *args):
+        return ChunkedValues(self.rows, n_columns, _selected_values, self.select, func, args, offsets=True)
+
+    def sum(self, func, *args):
+        return self.rows.sum(_selected_values, self.select, func, args, offsets=True)
 
 
 class ChunkedValues:
@@ -260,24 +405,21 @@ class ChunkedValues:
 
     chunked = True
 
-    def __init__(self, rows, n_columns, func, *args):
-        self.rows, self.func, self.args = rows, func, args
+    def __init__(self, rows, n_columns, func, *args, offsets=False):
+        self.rows, self.func, self.args, self.offsets = rows, func, args, bool(offsets)
         self.n_rows, self.n_columns = rows.shape[0], int(n_columns)
-        self.one_column = True
+        self.one_column = self.n_columns == 1
 
     def sum(self, func, *args):
-        parts = self.gather(func, *args)
-        total = np.array(parts[0], dtype=float, copy=True)
-        for part in parts[1:]:
-            total += part
-        return total
+        return _added(self.gather(func, *args))
 
     def gather(self, func, *args):
-        return self.rows.map(_values_then, self.func, self.args, func, args, offsets=True)
+        return self.rows.map(_values_then, self.func, self.args, self.offsets, func, args, offsets=True)
 
 
-def _values_then(X, y, offset, values_func, values_args, func, args):
-    return func(values_func(X, y, *values_args), offset, *args)
+def _values_then(X, y, offset, values_func, values_args, with_offset, func, args):
+    values = values_func(X, y, offset, *values_args) if with_offset else values_func(X, y, *values_args)
+    return func(values, offset, *args)
 
 
 # -- per-chunk functions: the in-memory code on a block of rows --------------------------------
@@ -291,6 +433,13 @@ def _chunk_problem_rows(X, y, scaling, clip):
 def _gram_chunk(X, y, scaling, clip):
     Z, _ = _chunk_problem_rows(X, y, scaling, clip)
     return Z.T @ Z
+
+
+def _clipped_gram_chunk(X, y, scaling, clip, bound):
+    """``Z_c^T diag(f^2) Z_c``, ``f`` the factors that clip the solver rows to ``bound`` (the curvature)."""
+    Z, _ = _chunk_problem_rows(X, y, scaling, clip)
+    weights = clip_factors(row_norms(Z), bound) ** 2
+    return Z.T @ (Z * weights[:, None])
 
 
 def _gradient_chunk(X, y, scaling, clip, loss, w, threshold):
@@ -308,6 +457,13 @@ def _absolute_residuals_chunk(X, y, scaling, clip, w):
     return np.abs(Z @ w - t)
 
 
+@dataclass(frozen=True)
+class RowClipWeights:
+    """The squared factors that clip every row to ``bound``, as row weights of a Gram matrix (formed per chunk)."""
+
+    bound: float
+
+
 class ChunkedDesign:
     """The solver's rows ``scaling.rows(X)`` of chunked rows, never formed (a design for the solvers)."""
 
@@ -317,10 +473,13 @@ class ChunkedDesign:
         self.shape = (n, d + int(scaling.fit_intercept))
 
     def weighted_gram(self, weights=None):
-        """``Z^T Z`` (one pass); row weights are not supported on chunked rows (the plan prevents them)."""
-        if weights is not None:  # pragma: no cover - check_chunked_plan refuses unclipped rows before a spend
-            raise NotImplementedError("Weighted Gram matrices of chunked rows are not built yet.")
-        return self.rows.sum(_gram_chunk, self.scaling, self.clip)
+        """``Z^T Z``, or with :class:`RowClipWeights` the Gram matrix of the rows clipped to a bound (one pass)."""
+        if weights is None:
+            return self.rows.sum(_gram_chunk, self.scaling, self.clip)
+        if isinstance(weights, RowClipWeights):
+            return self.rows.sum(_clipped_gram_chunk, self.scaling, self.clip, weights.bound)
+        raise NotImplementedError("Per-row weights of chunked rows are formed on the chunks "  # pragma: no cover
+                                  "(RowClipWeights).")
 
     def gradient_norms(self, loss, w):
         return ChunkedValues(self.rows, 1, _gradient_norms_chunk, self.scaling, self.clip, loss,
@@ -362,15 +521,20 @@ class ChunkedProblem(GLMProblem):
     def absolute_residuals(self, w):
         return self.X.absolute_residuals(w)
 
+    def gram_clip_weights(self, bound):
+        """The rows' squared clip factors to ``bound``, formed on the chunks (:class:`RowClipWeights`)."""
+        return RowClipWeights(float(bound))
+
     def _unsupported(self, *args, **kwargs):  # pragma: no cover - refused before any spend
         raise NotImplementedError("This row query is not built for chunked rows yet.")
 
     derivatives = subset = lipschitz_bounds = truncated = objective = _unsupported
 
 
-_SUPPORTED = ("Supported on Dask input today: DPHeavyTailRegressor with scaling='none' (features on a scale "
-              "known without the data) and algorithm='auto' or 'clipped_gd' (any built-in loss, private or "
-              "public clip thresholds), no declared bounds and delta > 0. Nothing was spent.")
+_SUPPORTED = ("Supported on Dask input today: DPHeavyTailRegressor with algorithm='auto' or 'clipped_gd' "
+              "(full-batch clipped gradient descent: any built-in loss, private or public clip thresholds, "
+              "penalties), every scaling mode (the default 'auto' included), no declared bounds, delta > 0. "
+              "Nothing was spent.")
 
 
 def check_chunked_estimator(estimator):
@@ -379,29 +543,28 @@ def check_chunked_estimator(estimator):
         raise ValueError(f"{type(estimator).__name__} does not accept Dask input yet (it would need the "
                          f"whole table in memory). {_SUPPORTED}")
     if getattr(estimator, "bounds", None) is not None or getattr(estimator, "y_bounds", None) is not None:
-        raise ValueError("Declared bounds (bounds=, y_bounds=) are not supported on Dask input yet. "
-                         + _SUPPORTED)
+        raise ValueError("Declared bounds (bounds=, y_bounds=) are not supported on Dask input yet (their "
+                         "clipping and one-hot blocks are not built on chunked rows); pass bounds=None and "
+                         "y_bounds=None to standardise privately on the cluster. " + _SUPPORTED)
 
 
 def check_chunked_plan(estimator, plan):
     """Refuse, before anything is spent, a plan whose releases are not built on chunked rows (public rule).
+
+    Every scaling mode is built on chunked rows; the solvers other than
+    full-batch clipped gradient descent (which walk rows in order, take row
+    subsets or need per-row Lipschitz bounds) are not.
 
     Raises
     ------
     ValueError
         Naming what is not supported and what is.
     """
-    supported = _SUPPORTED
     check_chunked_estimator(estimator)
-    mode = plan.standardiser.mode
-    if mode != "none":
-        raise ValueError(
-            f"scaling={mode!r} (planned from scaling={getattr(estimator, 'scaling', 'auto')!r}) is not "
-            "supported on Dask input yet: its private centres and scales are quantiles, whose distributed "
-            f"form (histograms over public bins) is not built. {supported}")
     solver = plan.solver
     if solver.name != "clipped_gd":
-        raise ValueError(f"algorithm={solver.name!r} is not supported on Dask input yet. {supported}")
+        raise ValueError(f"algorithm={solver.name!r} is not supported on Dask input yet (it reads rows one by "
+                         f"one, in subsets or by per-row bounds, not by passes of sums). {_SUPPORTED}")
 
 
 def lazy_decision_function(X, coef, intercept):

@@ -48,6 +48,15 @@ input, clipped or not).
 ``m_B = max(1, (nu / 50)^(1/4))`` grows with the public budget per coefficient
 ``nu = n mu / p`` and is infinite at ``epsilon = inf``, where nothing is clipped.
 
+Every step reads the rows through one chunk function (the per-record values of
+a quantile, the exceedance counts, the clipped second moments; module-level
+functions here and in :mod:`skdp.mechanisms.scaling`) applied to the rows as
+they are held: an in-memory table is one chunk
+(:class:`~skdp.linear_model._rows.RowsInMemory`), chunked rows on a Dask cluster
+(:class:`~skdp.linear_model._rows.ChunkedRows`) are reduced chunk by chunk. A
+chunk function gets released values and public constants only, and the jitter
+of its rows from a public jitter stream, so both give the same releases.
+
 The earlier modes stay available, and serve budgets too small for the above:
 
 * ``"robust"`` — a robust centre and scale of every feature and of the target
@@ -79,12 +88,13 @@ from ..mechanisms import (
     private_pooled_scale,
     private_quantile,
     private_robust_scaling,
-    private_second_moment,
     robust_scaling_event,
     row_norms,
 )
+from ..mechanisms.second_moment import clipped_second_moment_sum, release_second_moment
 from ..solvers.design import LinearDesign
 from ._bounds import STANDALONE_STAGES
+from ._rows import ChunkedRows, RowsInMemory
 from ._whitening import whitening_from_second_moment
 
 __all__ = ["PrivateStandardiser", "Scaling", "MODES", "WHITENED_MODES"]
@@ -492,6 +502,9 @@ class PrivateStandardiser:
     def fit(self, X, y, rng):
         """Release the scales of ``X`` and ``y`` as planned.
 
+        ``X`` is an array (dense or sparse), or :class:`~skdp.linear_model._rows.ChunkedRows`
+        (rows on a Dask cluster, which hold ``y``; ``y`` is then None).
+
         Returns
         -------
         scaling : Scaling
@@ -499,11 +512,11 @@ class PrivateStandardiser:
             What was released (never more expensive than :meth:`planned_event`).
         """
         if self.mode in WHITENED_MODES:
-            return self._fit_whitened(X, y, rng)
-        return self._fit_columnwise(X.toarray() if sp.issparse(X) else X, y, rng)
+            return self._fit_whitened(_as_rows(X, y), rng)
+        return self._fit_columnwise(_as_rows(X.toarray() if sp.issparse(X) else X, y), rng)
 
-    def _fit_columnwise(self, X, y, rng):
-        n, d = X.shape
+    def _fit_columnwise(self, rows, rng):
+        n, d = rows.shape
         eps = self.quantile_epsilon
         jitter = 0.0 if math.isinf(eps) else _JITTER
         cx, sx, cy, sy = np.zeros(d), np.ones(d), 0.0, 1.0
@@ -516,31 +529,32 @@ class PrivateStandardiser:
         released = []
         for name, planned in self._steps(d):
             if name == "features" and self.mode == "robust":
-                c, s, event = private_robust_scaling(X if every else X[:, free], eps, center=self.fit_intercept,
-                                                     jitter=jitter, random_state=rng)
+                c, s, event = private_robust_scaling(rows.columns(None if every else free), eps,
+                                                     center=self.fit_intercept, jitter=jitter, random_state=rng)
                 if every:
                     cx, sx = np.atleast_1d(c), np.atleast_1d(s)
                 else:
                     cx[free], sx[free] = c, s
             elif name == "features":
-                s_pool, event = private_pooled_scale(X if every else X[:, free], eps, jitter=jitter,
+                s_pool, event = private_pooled_scale(rows.columns(None if every else free), eps, jitter=jitter,
                                                      random_state=rng)
                 sx[free] = s_pool
             elif name == "target" and self.mode == "minimal":
-                c, s, event = private_column_statistics(np.asarray(y, dtype=float).reshape(-1, 1), eps,
-                                                        stages=2 if self.fit_intercept else 1, random_state=rng)
+                c, s, event = private_column_statistics(rows.target(), eps, stages=2 if self.fit_intercept else 1,
+                                                        random_state=rng)
                 cy, sy = float(c[0]), float(s[0])
             elif name == "target":
-                cy, sy, event = private_robust_scaling(y, eps, center=self.fit_intercept, jitter=jitter,
-                                                       random_state=rng)
+                c, s, event = private_robust_scaling(rows.target(), eps, center=self.fit_intercept, jitter=jitter,
+                                                     random_state=rng)
+                cy, sy = float(c[0]), float(s[0])
             else:  # "row_bound"
                 # Features are not standardised column by column: bound rows by twice a
                 # private median of their norms, so that large features are kept
                 # (clipping them would make predictions extrapolate) and small ones only
                 # lose weight. (A higher quantile would fail upwards at these budgets and
                 # leave leverage outliers unclipped.)
-                median_norm, event = private_quantile(row_norms((X - cx) / sx), 0.5, eps, _ROW_NORM_RANGE,
-                                                      scale="log", jitter=jitter, random_state=rng)
+                median_norm, event = private_quantile(rows.values(_scaled_row_norms, cx, sx), 0.5, eps,
+                                                      _ROW_NORM_RANGE, scale="log", jitter=jitter, random_state=rng)
                 row_bound, typical_norm = 2.0 * median_norm, median_norm
             _check_within_plan(name, event, planned)
             released.append(event)
@@ -548,15 +562,14 @@ class PrivateStandardiser:
                           typical_norm / math.sqrt(d), self.fit_intercept, eps)
         return scaling, Sequential(released)
 
-    def _fit_whitened(self, X, y, rng):
-        n, d = X.shape
+    def _fit_whitened(self, rows, rng):
+        n, d = rows.shape
         eps = self.quantile_epsilon
         center = self.fit_intercept
         exact = math.isinf(self.mu)
         bound_multiple = _BOUND_MULTIPLE * self.bound_multiplier
-        y = np.clip(np.asarray(y, dtype=float), -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
         released = []
-        cx = sx = whitening = standardised = None
+        cx = sx = whitening = None
         cy, sy = (None, None) if self.scale_target else (0.0, 1.0)
         free, undeclared, standalone = self._free(d), self._undeclared(d), self._standalone(d)
         every = undeclared.size == d  # no declared column: the statistics are used as they come
@@ -577,10 +590,10 @@ class PrivateStandardiser:
             if name == "feature_statistics":
                 stages = _STAGES[self.mode] if center else 1
                 if every:
-                    cx, sx, event = private_column_statistics(X, eps, stages=stages, random_state=rng)
+                    cx, sx, event = private_column_statistics(rows.columns(), eps, stages=stages, random_state=rng)
                 else:
                     cx[undeclared], sx[undeclared], event = private_column_statistics(
-                        X[:, undeclared], eps, stages=stages, random_state=rng)
+                        rows.columns(undeclared), eps, stages=stages, random_state=rng)
             elif name == "declared_statistics":
                 # Inside the declared bounds (X is clipped to them): the coarse centre and scale of the
                 # values minus the bounds' midpoint (a public shift). The coarse scale is floored at 2e-3
@@ -589,29 +602,27 @@ class PrivateStandardiser:
                 # the floor compressed it and the offsets table lost 0.03 of R^2).
                 stages = min(_STAGES[self.mode] if center else 1, STANDALONE_STAGES)
                 mid = 0.5 * (self.declared.features.lower[standalone] + self.declared.features.upper[standalone])
-                part = X[:, standalone]
-                part = (part.toarray() if sp.issparse(part) else np.asarray(part, dtype=float)) - mid
-                c, sx[standalone], event = private_column_statistics(part, eps, stages=stages, random_state=rng)
+                c, sx[standalone], event = private_column_statistics(rows.columns(standalone, shift=mid), eps,
+                                                                     stages=stages, random_state=rng)
                 cx[standalone] = c + mid
             elif name == "target_statistics":
-                c, s, event = private_column_statistics(y.reshape(-1, 1), eps, stages=4 if center else 1,
-                                                        random_state=rng)
+                c, s, event = private_column_statistics(rows.target(limit=_MAGNITUDE_LIMIT), eps,
+                                                        stages=4 if center else 1, random_state=rng)
                 cy, sy = float(c[0]), float(s[0])
             elif name == "magnitude_check":
                 # Post-processing: a column with many standardised values beyond 10^k gets
                 # its scale multiplied by 10^k.
                 if free.size == d:
-                    off, event = private_magnitude_check(X, cx, sx, self._std(MAGNITUDE_SHARE)
+                    off, event = private_magnitude_check(rows.columns(), cx, sx, self._std(MAGNITUDE_SHARE)
                                                          * magnitude_check_sensitivity(d), random_state=rng)
                     sx = sx * 10.0 ** off
                 else:  # declared columns are within their bounds: only the others are checked
-                    off, event = private_magnitude_check(X[:, free], cx[free], sx[free],
+                    off, event = private_magnitude_check(rows.columns(free), cx[free], sx[free],
                                                          self._std(MAGNITUDE_SHARE)
                                                          * magnitude_check_sensitivity(free.size), random_state=rng)
                     sx[free] = sx[free] * 10.0 ** off
             elif name == "second_moment_bound":
-                standardised = self._standardised(X, cx, sx)  # reused by the next step
-                norms = standardised.row_norms()
+                norms = rows.values(_standardised_row_norms, cx, sx)
                 median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log",
                                                  jitter=_JITTER, random_state=rng)
                 # The Gram's clip does not grow with the budget (m_B = 1): the solution does not
@@ -625,26 +636,24 @@ class PrivateStandardiser:
                        else _BOUND_MULTIPLE * self.declared.gram_row_bound(cx, sx))
                 gram_bound = min(_BOUND_MULTIPLE * median, cap)
             elif name == "second_moment":
-                if standardised is None:  # the clip is public: no median was released
-                    standardised = self._standardised(X, cx, sx)
-                rows = standardised.blocks()
                 bound = gram_bound if not exact else math.inf
                 std = 0.0 if exact else self._std(self._gram_share()) * _sensitivity_of_gram(gram_bound, n)
-                gram, event = private_second_moment(rows, bound, std, random_state=rng)
+                gram, event = release_second_moment(rows.sum(_standardised_second_moments, cx, sx, bound), n,
+                                                    bound, std, random_state=rng)
                 if not center:
                     # Without an intercept the columns are not centred: uncentred second moments.
                     gram[:d, d] = gram[d, :d] = 0.0
                 whitening = whitening_from_second_moment(gram, std, d, full_allowed=self.full_whitening)
             else:  # "row_bound": median of the norms of the whitened feature rows
                 scaling = self._scaling(cx, sx, cy, sy, math.inf, whitening)
-                norms = scaling.feature_norms(X)
+                norms = rows.values(_feature_norms, scaling)
                 median, event = private_quantile(norms, 0.5, eps, (1e-6, 1e12), scale="log", jitter=_JITTER,
                                                  random_state=rng)
                 row_bound, typical_norm = bound_multiple * median, float(median)
                 if exact:
                     # Without noise nothing is clipped, but solvers that read the bound (step
                     # sizes, clip ranges) get the largest row norm, a finite number.
-                    row_bound = max(float(norms.max(initial=0.0)), 1e-12)
+                    row_bound = max(rows.maximum(_feature_norms, scaling), 1e-12)
             _check_within_plan(name, event, planned)
             released.append(event)
         return self._scaling(cx, sx, cy, sy, row_bound, whitening, typical_norm), Sequential(released)
@@ -679,6 +688,33 @@ class _DenseRows:
     def blocks(self, chunk=4096):
         for i0 in range(0, self.Z.shape[0], chunk):
             yield self.Z[i0:i0 + chunk]
+
+
+def _as_rows(X, y):
+    """The rows as the steps read them: chunked rows as they are, arrays as one in-memory chunk."""
+    return X if isinstance(X, ChunkedRows) else RowsInMemory(X, y)
+
+
+# -- chunk functions of the standardiser: per-record values or sums of a chunk of rows ----------
+# Each gets the chunk's raw rows and released values only (centres, scales, the released Scaling).
+def _standardised_row_norms(X, y, cx, sx):
+    """The norms of the rows ``[z, 1]``, ``z = (x - c) / s`` (the second moment's clip)."""
+    return PrivateStandardiser._standardised(X, cx, sx).row_norms()
+
+
+def _standardised_second_moments(X, y, cx, sx, bound):
+    """``sum a a^T`` over the rows ``a = [z, 1]`` clipped to ``bound`` (the second-moment release)."""
+    return clipped_second_moment_sum(PrivateStandardiser._standardised(X, cx, sx).blocks(), bound)[0]
+
+
+def _feature_norms(X, y, scaling):
+    """The norms of the whitened feature rows (the row bound)."""
+    return scaling.feature_norms(X)
+
+
+def _scaled_row_norms(X, y, cx, sx):
+    """The norms of ``(x - c) / s`` (the row bound of the "pooled" and "target" modes)."""
+    return row_norms((X - cx) / sx)
 
 
 def _sensitivity_of_gram(bound, n):

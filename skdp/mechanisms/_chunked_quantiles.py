@@ -106,8 +106,13 @@ def _counts_chunk(values_c, offset, spec, a, b, n_bins, skip_absent):
         above = col > b[j]
         inside = col[~(below | above)]
         width = (b[j] - a[j]) / n_bins
-        idx = np.zeros(inside.size, dtype=np.intp) if width <= 0 else np.minimum(
-            ((inside - a[j]) / width).astype(np.intp), n_bins - 1)
+        if width <= 0:
+            idx = np.zeros(inside.size, dtype=np.intp)
+        else:
+            # Bin k holds the values in [a + k width, a + (k + 1) width), its ends computed as _window
+            # computes the ranges it gathers: a division could put a value a few ulps below an end
+            # into the bin above it, out of the range gathered for that bin.
+            idx = np.searchsorted(a[j] + np.arange(1, n_bins) * width, inside, side="right")
         out[j, :n_bins] = np.bincount(idx, minlength=n_bins)
         out[j, n_bins] = below.sum()
         out[j, n_bins + 1] = above.sum()
@@ -144,17 +149,19 @@ def _merge(parts, j):
     return uniq, merged, n_below, below, n_above, above
 
 
-def _window(values, spec, lo_rank, hi_rank, skip_absent, ranges):
+def _window(values, spec, lo_rank, hi_rank, skip_absent, ranges, first):
     """Per column, a range ``[a, b]`` holding the values of ranks ``lo_rank..hi_rank`` (1-based).
 
     Counting passes over ``_BINS`` bins, each narrowing the range to the bins
     of those ranks, until the bins hold at most ``_MAX_DISTINCT`` values (or
     ``_MAX_REFINE`` passes; distinct values are then gathered with their counts).
+    ``first`` holds the counts of the first pass (over ``ranges``), made by the
+    caller together with the number of values present.
     """
     k = values.n_columns
     a, b = ranges[0].copy(), ranges[1].copy()
-    for _ in range(_MAX_REFINE):
-        counts = values.sum(_counts_chunk, spec, a, b, _BINS, skip_absent)
+    for refine in range(_MAX_REFINE):
+        counts = first if refine == 0 else values.sum(_counts_chunk, spec, a, b, _BINS, skip_absent)
         done = True
         for j in range(k):
             hist, below = counts[j, :_BINS], counts[j, _BINS]
@@ -189,15 +196,16 @@ def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale,
     spec = (lower, upper, log_scale, nonzero, jitter, state, False)
     lower_t, upper_t = (math.log(lower), math.log(upper)) if log_scale else (lower, upper)
     u = 1.0 - rng.random(k)
-    totals = values.sum(_counts_chunk, spec, np.full(k, lower_t), np.full(k, upper_t), 1, False)
-    n_present = totals[:, 3] if nonzero else np.full(k, float(n))
+    full = (np.full(k, lower_t), np.full(k, upper_t))
+    # One pass: the counts over the whole range, and the number of values present (nonzero).
+    first = values.sum(_counts_chunk, spec, full[0], full[1], _BINS, False)
+    n_present = first[:, _BINS + 2] if nonzero else np.full(k, float(n))
     n_absent = n - n_present
     target = n_absent + quantile * n_present  # the rank k of the best interval (before max(., 0))
     half = math.ceil(2.0 * _WINDOW_NATS / epsilon) + 1
     lo_rank = np.clip(np.floor(target) - half, 1, n)
     hi_rank = np.clip(np.ceil(target) + half + 1, 1, n)
-    full = (np.full(k, lower_t), np.full(k, upper_t))
-    a, b = _window(values, spec, lo_rank, hi_rank, False, full)
+    a, b = _window(values, spec, lo_rank, hi_rank, False, full, first)
     parts = values.gather(_gather_chunk, spec, a, b, False)
     lo, hi = np.empty(k), np.empty(k)
     retry = []
@@ -284,12 +292,12 @@ def _exact(values, quantile, lower, upper, nonzero, pieces, log_scale):
     """The non-private limit: :func:`numpy.quantile` of the (nonzero) clipped values."""
     k = values.n_columns
     spec = (lower, upper, log_scale, nonzero, 0.0, None, True)
-    totals = values.sum(_counts_chunk, spec, np.full(k, lower), np.full(k, upper), 1, True)
-    m = totals[:, 3]
+    full = (np.full(k, lower), np.full(k, upper))
+    first = values.sum(_counts_chunk, spec, full[0], full[1], _BINS, True)
+    m = first[:, _BINS + 2]
     h = quantile * np.maximum(m - 1, 0)
     f = np.floor(h)
-    a, b = _window(values, spec, f + 1, np.minimum(f + 2, np.maximum(m, 1)), True,
-                   (np.full(k, lower), np.full(k, upper)))
+    a, b = _window(values, spec, f + 1, np.minimum(f + 2, np.maximum(m, 1)), True, full, first)
     parts = values.gather(_gather_chunk, spec, a, b, True)
     if pieces is not None:
         top = max(pieces, key=lambda piece: piece[2])

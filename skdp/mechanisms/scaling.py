@@ -44,7 +44,12 @@ Values are jittered multiplicatively (log scale, by up to ``jitter``) or
 additively (the centre, by up to 1e-4 asinh units) with independent public
 randomness per record, so that ties do not create zero-length intervals; a
 per-record randomised transform keeps the mechanism epsilon-DP (couple the
-jitter of every unchanged record).
+jitter of every unchanged record). Every jitter is drawn from a generator
+seeded from the fit's through SHA-256
+(:func:`~skdp.mechanisms.quantiles.jitter_generator`), never from the fit's
+generator itself: the jitter is public, so the rows of a chunk held elsewhere
+(a Dask worker) may reproduce their share of it from that generator's state,
+which reveals nothing about the fit's noise.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +60,9 @@ import scipy.sparse as sp
 from ..accounting import ExponentialMechanismRelease, Repeated
 from ._random import check_generator
 from .noise import gaussian_mechanism
-from .quantiles import private_quantile, quantile_columns
+from ._chunked_quantiles import chunk_uniforms
+from ._columns import as_columns
+from .quantiles import jitter_generator, private_quantile, quantile_columns
 
 __all__ = ["private_robust_scaling", "robust_scaling_event", "private_pooled_scale",
            "pooled_scaling_event", "private_column_statistics", "column_statistics_event",
@@ -126,32 +133,30 @@ def private_robust_scaling(X, epsilon, *, center=True, bounds=(1e-12, 1e12), jit
     6.0
     """
     rng = check_generator(random_state)
-    X = np.asarray(X, dtype=float)
-    one_column = X.ndim == 1
-    X = X.reshape(X.shape[0], -1)
-    n, d = X.shape
+    one_column = getattr(X, "ndim", 2) == 1
+    if getattr(X, "chunked_columns", None) is None:
+        X = np.asarray(X, dtype=float)
+        X = X.reshape(X.shape[0], -1)
+    source = as_columns(X)
+    n, d = source.shape
     lower, upper = (float(b) for b in bounds)
 
     # One multiplicative jitter per record and column, shared by the log-scale
     # steps (public randomness; each release is DP given it).
-    shared_jitter = np.exp(rng.uniform(-jitter, jitter, size=(n, d)))
-
-    def log_jitter():
-        return shared_jitter
-
-    s0, _ = private_quantile(np.abs(X) * log_jitter(), 0.5, epsilon, (lower, upper), scale="log",
-                             nonzero=True, random_state=rng)
+    log_jitter = jitter_generator(rng).bit_generator.state
+    s0, _ = private_quantile(source.values(d, _jittered_magnitudes, jitter, log_jitter), 0.5, epsilon,
+                             (lower, upper), scale="log", nonzero=True, random_state=rng)
     s0 = np.atleast_1d(s0)
     if center:
         h = min(jitter, _CENTER_JITTER)
-        t = np.arcsinh(X / s0) + rng.uniform(-h, h, size=(n, d))
-        m_t, _ = private_quantile(t, 0.5, epsilon, (-_CENTER_LIMIT, _CENTER_LIMIT), random_state=rng)
+        centre_jitter = jitter_generator(rng).bit_generator.state
+        m_t, _ = private_quantile(source.values(d, _asinh_values, s0, h, centre_jitter), 0.5, epsilon,
+                                  (-_CENTER_LIMIT, _CENTER_LIMIT), random_state=rng)
         grid = _CENTER_GRID * s0
         centre = np.round(np.sinh(np.atleast_1d(m_t)) * s0 / grid) * grid
-        dev = np.abs(X - centre)
-        dev = np.where(dev < grid, 0.0, dev) / s0 * log_jitter()
-        rel, _ = private_quantile(dev, _DEVIATION_LEVEL, epsilon, _DEVIATION_BOUNDS, scale="log",
-                                  nonzero=True, random_state=rng)
+        rel, _ = private_quantile(source.values(d, _relative_deviations, centre, grid, s0, jitter, log_jitter),
+                                  _DEVIATION_LEVEL, epsilon, _DEVIATION_BOUNDS, scale="log", nonzero=True,
+                                  random_state=rng)
         scale = _Q60_TO_STD * np.maximum(np.atleast_1d(rel), _SCALE_FLOOR) * s0
     else:
         centre = np.zeros(d)
@@ -160,6 +165,33 @@ def private_robust_scaling(X, epsilon, *, center=True, bounds=(1e-12, 1e12), jit
     if one_column:
         return float(centre[0]), float(scale[0]), event
     return centre, scale, event
+
+
+# -- chunk functions of the robust scaling: per-record values of a block of rows --------------
+def _uniforms(state, offset, width, shape):
+    """The block's share of the public jitter stream ``state``: ``U(-width, width)`` of its rows."""
+    return chunk_uniforms(state, offset * (shape[1] if len(shape) > 1 else 1), -width, width, shape)
+
+
+def _float_rows(block):
+    block = np.asarray(block, dtype=float)
+    return block.reshape(block.shape[0], -1)
+
+
+def _jittered_magnitudes(block, offset, width, state):
+    x = _float_rows(block)
+    return np.abs(x) * np.exp(_uniforms(state, offset, width, x.shape))
+
+
+def _asinh_values(block, offset, s0, width, state):
+    x = _float_rows(block)
+    return np.arcsinh(x / s0) + _uniforms(state, offset, width, x.shape)
+
+
+def _relative_deviations(block, offset, centre, grid, s0, width, state):
+    x = _float_rows(block)
+    dev = np.abs(x - centre)
+    return np.where(dev < grid, 0.0, dev) / s0 * np.exp(_uniforms(state, offset, width, x.shape))
 
 
 def pooled_scaling_event(epsilon):
@@ -199,23 +231,30 @@ def private_pooled_scale(X, epsilon, *, bounds=(1e-12, 1e12), jitter=0.05, rando
     True
     """
     rng = check_generator(random_state)
+    source = as_columns(X)
+    state = jitter_generator(rng).bit_generator.state
+    values = source.values(1, _jittered_row_rms, jitter, state)
+    lower, upper = (float(b) for b in bounds)
+    s, _ = private_quantile(values, 0.5, epsilon, (lower, upper), scale="log", nonzero=True, random_state=rng)
+    return float(s), pooled_scaling_event(epsilon)
+
+
+def _jittered_row_rms(block, offset, width, state):
+    """Per row of the block: the RMS of its nonzero entries (0 for an all-zero row), jittered."""
     # Entries beyond 1e150 are clipped (a per-record map) so that squares stay finite.
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=float)
+    if sp.issparse(block):
+        X = sp.csr_matrix(block, dtype=float)
         X.data = np.clip(X.data, -1e150, 1e150)
         squares = np.asarray(X.multiply(X).sum(axis=1)).ravel()
         counts = np.asarray((X != 0).sum(axis=1)).ravel()
     else:
-        X = np.clip(np.asarray(X, dtype=float), -1e150, 1e150)
+        X = np.clip(np.asarray(block, dtype=float), -1e150, 1e150)
         X = X.reshape(X.shape[0], -1)
         squares = np.einsum("ij,ij->i", X, X)
         counts = np.count_nonzero(X, axis=1)
     # Per-row value: depends on its own row (and public jitter) only.
     rms = np.sqrt(np.divide(squares, counts, out=np.zeros_like(squares), where=counts > 0))
-    values = rms * np.exp(rng.uniform(-jitter, jitter, size=rms.shape))
-    lower, upper = (float(b) for b in bounds)
-    s, _ = private_quantile(values, 0.5, epsilon, (lower, upper), scale="log", nonzero=True, random_state=rng)
-    return float(s), pooled_scaling_event(epsilon)
+    return rms * np.exp(_uniforms(state, offset, width, rms.shape))
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,9 +356,10 @@ def private_column_statistics(X, epsilon, *, stages=4, random_state=None):
     if stages not in (1, 2, 4):
         raise ValueError(f"stages must be 1, 2 or 4; got {stages!r}.")
     rng = check_generator(random_state)
-    n, d = X.shape
+    source = as_columns(X)
+    n, d = source.shape
     if n * d < _PARALLEL_SIZE or d < 2 or np.isinf(epsilon):
-        centre, scale = _column_statistics(X, epsilon, stages, rng, threads=2)
+        centre, scale = _column_statistics(source, epsilon, stages, rng, threads=2)
     else:
         # Two halves of the columns in two threads (numpy releases the GIL), each
         # with its own generator seeded from ``rng``: the split depends on the
@@ -329,18 +369,23 @@ def private_column_statistics(X, epsilon, *, stages=4, random_state=None):
         halves = (slice(0, d // 2), slice(d // 2, d))
         with ThreadPoolExecutor(max_workers=2) as pool:
             parts = list(pool.map(
-                lambda job: _column_statistics(X[:, job[0]], epsilon, stages, np.random.default_rng(job[1]),
-                                               threads=1), zip(halves, seeds)))
+                lambda job: _column_statistics(source.columns(job[0]), epsilon, stages,
+                                               np.random.default_rng(job[1]), threads=1), zip(halves, seeds)))
         centre, scale = (np.concatenate([part[i] for part in parts]) for i in range(2))
     return centre, scale, column_statistics_event(d, epsilon, stages)
 
 
-def _column_statistics(X, epsilon, stages, rng, threads):
-    """Centres and scales of the columns of ``X`` (the body of :func:`private_column_statistics`)."""
-    d = X.shape[1]
+def _column_statistics(source, epsilon, stages, rng, threads):
+    """Centres and scales of the columns of a column source (the body of :func:`private_column_statistics`).
+
+    Every stage is a chunk function (the per-record values of a block of rows,
+    from the raw values, the released statistics of the earlier stages and the
+    block's share of a public jitter stream) and a quantile.
+    """
+    d = source.shape[1]
     exact = np.isinf(epsilon)
     h1, h2, jl = (0.0, 0.0, 0.0) if exact else (_JITTER_T1, _JITTER_T2, _JITTER_LOG)
-    lo, hi = _STAT_BOUNDS
+    lo = _STAT_BOUNDS[0]
     centre, scale = np.empty(d), np.empty(d)
 
     def quantile(values, bounds, log):
@@ -348,40 +393,65 @@ def _column_statistics(X, epsilon, stages, rng, threads):
         return np.atleast_1d(quantile_columns(values, 0.5, epsilon, bounds, random_state=rng, threads=threads,
                                               **kwargs)[0])
 
-    def jitter(values):
-        return values * np.exp(rng.uniform(-jl, jl, size=values.shape)) if jl else values
+    def jitter(width):
+        """The state of a fresh public jitter stream (drawn from ``rng`` before the quantile, as its noise)."""
+        return jitter_generator(rng).bit_generator.state if width else None
 
     for j0 in range(0, d, _BLOCK):
         j1 = min(d, j0 + _BLOCK)
-        xb = X[:, j0:j1]
-        xb = np.clip(xb.toarray() if hasattr(xb, "toarray") else np.asarray(xb, dtype=float), -hi, hi)
+        block = source.columns(slice(j0, j1))
+        k = j1 - j0
         if stages == 1:
             centre[j0:j1] = 0.0
-            scale[j0:j1] = np.maximum(quantile(jitter(np.abs(xb)), _STAT_BOUNDS, True), lo)
+            state = jitter(jl)
+            scale[j0:j1] = np.maximum(quantile(block.values(k, _deviations, 0.0, None, jl, state),
+                                               _STAT_BOUNDS, True), lo)
             continue
-        t1 = _signed_log(xb)
-        if h1:
-            t1 = t1 + rng.uniform(-h1, h1, size=t1.shape)
-        m1 = quantile(t1, (-_T1_BOUND, _T1_BOUND), False)
+        state = jitter(h1)
+        m1 = quantile(block.values(k, _signed_log_values, h1, state), (-_T1_BOUND, _T1_BOUND), False)
         c1 = np.where(np.abs(m1) <= 2 * _JITTER_T1, 0.0, _UNIT0 * np.sinh(m1))
-        dev = np.abs(xb - c1)
-        dev = np.where(dev <= 2 * _JITTER_T1 * np.abs(c1), 0.0, dev)
-        s1 = quantile(jitter(dev), _STAT_BOUNDS, True)
+        state = jitter(jl)
+        s1 = quantile(block.values(k, _deviations, c1, 2 * _JITTER_T1 * np.abs(c1), jl, state), _STAT_BOUNDS,
+                      True)
         if stages == 2:
             centre[j0:j1] = c1
             scale[j0:j1] = np.maximum(s1, np.maximum(2 * _JITTER_T1 * np.abs(c1), lo))
             continue
         R2 = 20.0 * (_JITTER_T1 * np.abs(c1) + s1)
-        x2 = (xb - c1) / R2
-        if h2:
-            x2 = x2 + rng.uniform(-h2, h2, size=x2.shape)
-        c2 = c1 + R2 * quantile(x2, (-1.0, 1.0), False)
-        dev = np.abs(xb - c2)
-        dev = np.where(dev <= 2 * _JITTER_T2 * R2, 0.0, dev)
-        s2 = quantile(jitter(dev), _STAT_BOUNDS, True)
+        state = jitter(h2)
+        c2 = c1 + R2 * quantile(block.values(k, _relative_values, c1, R2, h2, state), (-1.0, 1.0), False)
+        state = jitter(jl)
+        s2 = quantile(block.values(k, _deviations, c2, 2 * _JITTER_T2 * R2, jl, state), _STAT_BOUNDS, True)
         centre[j0:j1] = c2
         scale[j0:j1] = np.maximum(s2, np.maximum(_JITTER_T2 * R2, lo))
     return centre, scale
+
+
+# -- chunk functions of the column statistics: per-record values of a block of rows ------------
+def _clipped_block(block):
+    """The block as dense floats, values beyond ``+-1e15`` clipped (a per-record map)."""
+    hi = _STAT_BOUNDS[1]
+    return np.clip(block.toarray() if hasattr(block, "toarray") else np.asarray(block, dtype=float), -hi, hi)
+
+
+def _signed_log_values(block, offset, width, state):
+    """Stage (a): ``asinh(x / 1e-15)``, additively jittered."""
+    t1 = _signed_log(_clipped_block(block))
+    return t1 + _uniforms(state, offset, width, t1.shape) if width else t1
+
+
+def _deviations(block, offset, centre, tie, width, state):
+    """Stages (b), (d) and the scale-only stage: ``|x - centre|``, 0 within ``tie``, multiplicatively jittered."""
+    dev = np.abs(_clipped_block(block) - centre)
+    if tie is not None:
+        dev = np.where(dev <= tie, 0.0, dev)
+    return dev * np.exp(_uniforms(state, offset, width, dev.shape)) if width else dev
+
+
+def _relative_values(block, offset, c1, R2, width, state):
+    """Stage (c): ``(x - c1) / R2``, additively jittered."""
+    x2 = (_clipped_block(block) - c1) / R2
+    return x2 + _uniforms(state, offset, width, x2.shape) if width else x2
 
 
 def magnitude_check_sensitivity(n_columns, decades=4):
@@ -406,15 +476,22 @@ def private_magnitude_check(X, center, scale, noise_std, *, decades=4, random_st
     decades_off : ndarray of int, shape (n_columns,)
     event : GaussianRelease
     """
-    n, d = X.shape
+    source = as_columns(X)
+    n, d = source.shape
     thresholds = 10.0 ** np.arange(1, decades + 1)
-    counts = np.zeros((d, decades))
-    for i0 in range(0, n, 4096):
-        block = X[i0:i0 + 4096]
-        block = block.toarray() if hasattr(block, "toarray") else np.asarray(block, dtype=float)
-        z = np.abs((block - center) / scale)
-        counts += (z[:, :, None] > thresholds[None, None, :]).sum(axis=0)
+    counts = source.sum(_exceedance_counts, np.asarray(center), np.asarray(scale), thresholds)
     sensitivity = magnitude_check_sensitivity(d, decades)
     noisy, event = gaussian_mechanism(counts, sensitivity, noise_std, random_state=random_state)
     tau = 3.5 * float(noise_std) + 0.002 * n
     return np.cumprod(noisy > tau, axis=1).sum(axis=1).astype(int), event
+
+
+def _exceedance_counts(block, offset, center, scale, thresholds):
+    """Chunk function of the magnitude check: per column and threshold, the rows with ``|x - c| / s`` above it."""
+    counts = np.zeros((block.shape[1], thresholds.size))
+    for i0 in range(0, block.shape[0], 4096):
+        part = block[i0:i0 + 4096]
+        part = part.toarray() if hasattr(part, "toarray") else np.asarray(part, dtype=float)
+        z = np.abs((part - center) / scale)
+        counts += (z[:, :, None] > thresholds[None, None, :]).sum(axis=0)
+    return counts

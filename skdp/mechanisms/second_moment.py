@@ -10,7 +10,8 @@ from ._random import check_generator
 from .clipping import clip_factors, row_norms
 from .noise import NON_PRIVATE_RELEASE, laplace_mechanism
 
-__all__ = ["private_second_moment", "second_moment_sensitivity", "second_moment_l1_sensitivity"]
+__all__ = ["private_second_moment", "clipped_second_moment_sum", "release_second_moment",
+           "second_moment_sensitivity", "second_moment_l1_sensitivity"]
 
 
 def second_moment_sensitivity(bound, n_samples):
@@ -68,6 +69,30 @@ def private_second_moment(rows, bound, noise_std, *, random_state=None, laplace_
     bound = float(bound)
     if not math.isfinite(bound) and noise_std > 0:
         raise ValueError("A noisy release of the second moments needs a finite bound on the row norms.")
+    gram, n = clipped_second_moment_sum(rows, bound)
+    return release_second_moment(gram, n, bound, noise_std, random_state=random_state,
+                                 laplace_scale=laplace_scale)
+
+
+def clipped_second_moment_sum(rows, bound):
+    """``(sum_i a_i a_i^T, n)`` of the rows clipped to norm ``bound`` (``inf``: not clipped).
+
+    The part of :func:`private_second_moment` that reads the rows: a sum over
+    rows, so a chunk of rows (a block in memory, a Dask chunk) gives its partial
+    sum and the release adds them (:func:`release_second_moment`). A row with a
+    non-finite value counts as 0 (a per-record map).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_samples, p), or an iterable of such blocks
+    bound : float > 0 or inf
+
+    Returns
+    -------
+    gram_sum : ndarray of shape (p, p)
+    n_rows : int
+    """
+    bound = float(bound)
     blocks = [rows] if isinstance(rows, np.ndarray) else rows
     gram, n = None, 0
     for block in blocks:
@@ -78,7 +103,20 @@ def private_second_moment(rows, bound, noise_std, *, random_state=None, laplace_
         block = block * clip_factors(row_norms(block), bound)[:, None] if math.isfinite(bound) else block
         gram = block.T @ block if gram is None else gram + block.T @ block
         n += block.shape[0]
-    gram = gram / n
+    return gram, n
+
+
+def release_second_moment(gram_sum, n, bound, noise_std, *, random_state=None, laplace_scale=None):
+    """The noisy release of :func:`private_second_moment` from the sum of the clipped rows' ``a a^T``.
+
+    ``gram_sum`` is :func:`clipped_second_moment_sum` of the ``n`` rows (or the
+    sum of its values over chunks of them); every number of the release and its
+    event is as :func:`private_second_moment` describes.
+    """
+    bound = float(bound)
+    if not math.isfinite(bound) and noise_std > 0:
+        raise ValueError("A noisy release of the second moments needs a finite bound on the row norms.")
+    gram = gram_sum / n
     p = gram.shape[0]
     upper = np.triu_indices(p)
     if laplace_scale is not None:

@@ -45,6 +45,7 @@ from ..accounting import (
 )
 from ..linear_model import DPHeavyTailRegressor
 from ..linear_model._pipeline import PrivateLinearModel
+from ..linear_model._rows import is_dask_collection
 from ..solvers import SufficientStatistics
 from ._selection import release_scores, report_noisy_min, row_scores, score_bound
 
@@ -270,6 +271,12 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             raise InvalidParameterError(
                 "method='bilevel' (the DP bilevel algorithm of Kornowski) is not implemented; use "
                 "method='select' or 'auto'. Nothing was spent.")
+        if is_dask_collection(X) or is_dask_collection(y):
+            # validate_data would compute the collection: every row would come to this process.
+            raise ValueError(f"{type(self).__name__} does not accept Dask input yet: its candidate fits split "
+                             "the rows into folds, which are not built on chunked rows. Fit "
+                             "DPHeavyTailRegressor on the Dask collection, or tune on an in-memory table. "
+                             "Nothing was spent.")
         base = self._base()
         classifier = is_classifier(base)
         X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32],

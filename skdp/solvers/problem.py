@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..losses import RegressionLoss
-from ..mechanisms import clipped_derivatives, row_norms
+from ..mechanisms import clip_factors, clipped_derivatives, row_norms
 from .geometry import project_ball
 
 __all__ = ["GLMProblem"]
@@ -189,6 +189,10 @@ class GLMProblem:
         """Norms of the per-sample gradients at ``w``, ``|loss'(x_i w, y_i)| ||x_i||`` (never released)."""
         norms = self.norms if rows is None else self.norms[rows]
         return np.abs(self.derivatives(w, rows)) * norms
+
+    def gram_clip_weights(self, bound):
+        """Row weights that clip every row to norm ``bound`` in a Gram matrix: the squared clip factors."""
+        return clip_factors(self.norms, bound) ** 2
 
     def absolute_residuals(self, w):
         """Absolute residuals ``|x_i w - y_i|`` of every row at ``w`` (never released)."""

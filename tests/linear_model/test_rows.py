@@ -72,7 +72,7 @@ def assert_same_event(ours, theirs):
 
 def _fit(X, y, **params):
     accountant = BudgetAccountant()
-    model = DPHeavyTailRegressor(epsilon=1.0, random_state=7, accountant=accountant, **params).fit(X, y)
+    model = DPHeavyTailRegressor(accountant=accountant, **{"epsilon": 1.0, "random_state": 7, **params}).fit(X, y)
     return model, accountant
 
 
@@ -162,11 +162,11 @@ def test_predict_on_dask_input_is_lazy(client):
 
 
 @pytest.mark.parametrize("params, match", [
-    ({}, "scaling='columns'"),  # the default path: private quantiles are not built on Dask input yet
-    (dict(scaling="minimal"), "scaling='minimal'"),
-    (dict(scaling="robust", loss="absolute"), "scaling='robust'"),
+    (dict(algorithm="localized"), "algorithm='localized'"),  # the default scaling with a solver not built
     (dict(scaling="none", loss="absolute", algorithm="localized"), "algorithm='localized'"),
     (dict(scaling="none", loss="absolute", bounds=(0.0, 1.0)), "Declared bounds"),
+    ({"bounds": (-10.0, 10.0)}, "Declared bounds"),  # the default scaling with declared bounds
+    ({"y_bounds": (-10.0, 10.0)}, "Declared bounds"),
 ])
 def test_unsupported_configurations_refuse_before_any_spend(client, params, match):
     X, y, _ = _tables()["gaussian"]
@@ -187,6 +187,18 @@ def test_other_estimators_and_bad_values_refuse_before_any_spend(client):
     with pytest.raises(ValueError, match="DPInterpolatingClassifier does not accept Dask input"):
         DPInterpolatingClassifier(accountant=accountant).fit(da.from_array(X, chunks=1000),
                                                              da.from_array(y > 0, chunks=1000))
+    # The zeroth-order regressor and the tuner refuse too, before computing any chunk (the tuner's input
+    # validation would otherwise bring every row to this process).
+    from skdp import DPZerothOrderRegressor
+    from skdp.model_selection import DPRegularizationTuner
+
+    poisoned = da.from_array(X, chunks=(1000, 4)).map_blocks(_never_computed, dtype=X.dtype,
+                                                             meta=np.empty((0, 0), dtype=X.dtype))
+    with pytest.raises(ValueError, match="DPZerothOrderRegressor does not accept Dask input"):
+        DPZerothOrderRegressor(accountant=accountant).fit(poisoned, da.from_array(y, chunks=1000))
+    with pytest.raises(ValueError, match="DPRegularizationTuner does not accept Dask input"):
+        DPRegularizationTuner(DPHeavyTailRegressor(), accountant=accountant).fit(poisoned,
+                                                                               da.from_array(y, chunks=1000))
     bad = X.copy()
     bad[2500, 1] = np.nan
     with pytest.raises(ValueError, match="NaN or infinity"):
@@ -228,11 +240,12 @@ def test_empty_and_one_row_chunks_fit_as_the_rows_do(client):
     assert len(accountant.events) == 0
 
 
-def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
+@pytest.mark.parametrize("config", ["private_clips_huber", "default_scaling"])
+def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch, config):
     # Only the quantile jitter's generator state (seeded from the fit's through SHA-256) may travel with
     # the tasks: the fit's own generator draws every noise of the fit, and its state would let anyone
     # who sees the task graph replay that noise.
-    from skdp.mechanisms import quantiles
+    from skdp.mechanisms import quantiles, scaling
 
     fit_states, jitter_states, sent = [], [], []
     original_jitter = quantiles.jitter_generator
@@ -245,6 +258,7 @@ def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
         return generator
 
     monkeypatch.setattr(quantiles, "jitter_generator", recording_jitter)
+    monkeypatch.setattr(scaling, "jitter_generator", recording_jitter)  # the column statistics' jitter
     for name in ("map", "sum", "gather"):
         if hasattr(_rows.ChunkedRows, name):
             original = getattr(_rows.ChunkedRows, name)
@@ -255,11 +269,14 @@ def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
 
             monkeypatch.setattr(_rows.ChunkedRows, name, spy)
     X, y, chunk = _tables()["gaussian"]
-    _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk), **CONFIGS["private_clips_huber"])
+    params = CONFIGS[config] if config in CONFIGS else dict(loss="huber", max_iter=12)
+    _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk), **params)
 
     def states_in(value):
         if isinstance(value, dict) and "bit_generator" in value:
             yield value
+        elif isinstance(value, np.random.Generator | np.random.BitGenerator):
+            yield value.bit_generator.state if isinstance(value, np.random.Generator) else value.state
         elif isinstance(value, (tuple, list)):
             for item in value:
                 yield from states_in(item)
@@ -268,3 +285,139 @@ def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch):
     assert jitter_states and shipped, "the fit released no jittered quantile"
     assert all(state in jitter_states for state in shipped)
     assert not any(state in fit_states for state in shipped)
+
+
+# -- the default standardisation on Dask (scaling="auto" and the modes it degrades to) -----------
+def _mixed_table(n=3000):
+    """A 0/1 column, a heavy-tailed column, an offset column and a Gaussian one."""
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.random(n) < 0.3, rng.standard_t(2, n) * 50.0, 1e6 + rng.normal(size=n),
+                         rng.normal(size=n)])
+    y = X @ [1.0, 0.02, 0.5, -1.0] - 5e5 + rng.standard_t(3, n)
+    return X, y
+
+
+UNEVEN = (1, 2, 997, 1500, 500)  # chunks of unequal sizes, tiny ones first
+
+
+def _dask(X, y, chunks=UNEVEN):
+    return da.from_array(X, chunks=(chunks, X.shape[1])), da.from_array(y, chunks=(chunks,))
+
+
+def assert_same_fit(ours, theirs):
+    """The same model, the same standardisation and the same privacy event and charge."""
+    (model, ledger), (memory, memory_ledger) = ours, theirs
+    np.testing.assert_allclose(model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert model.intercept_ == pytest.approx(memory.intercept_, rel=RTOL, abs=0)
+    assert model.scaling_.keys() == memory.scaling_.keys()
+    for key, value in memory.scaling_.items():
+        if key == "mode":
+            assert model.scaling_[key] == value
+        else:
+            np.testing.assert_allclose(model.scaling_[key], value, rtol=RTOL, atol=1e-300)
+    assert_same_event(model.privacy_event_, memory.privacy_event_)
+    assert len(ledger.events) == len(memory_ledger.events) == 1
+    assert_same_event(ledger.events, memory_ledger.events)
+    assert ledger.spent.epsilon == pytest.approx(memory_ledger.spent.epsilon, rel=RTOL)
+    assert ledger.spent.delta == memory_ledger.spent.delta
+
+
+def test_the_default_fit_on_dask_is_the_in_memory_fit_release_by_release(client, monkeypatch):
+    # DPHeavyTailRegressor(epsilon=1.0) with every default: the whitened standardisation ("columns": four
+    # quantiles per column and for y, the magnitude check, the row-norm median, the Gram release, the
+    # whitened row-norm median), then clipped descent on the whole whitened rows.
+    X, y = _mixed_table()
+    with record_releases() as memory_log:
+        memory = _fit(X, y)
+    passes = []
+    original = _rows.ChunkedRows.map
+    monkeypatch.setattr(_rows.ChunkedRows, "map",
+                        lambda self, *a, **k: passes.append(1) or original(self, *a, **k))
+    with record_releases() as dask_log:
+        ours = _fit(*_dask(X, y))
+    assert memory[0].scaling_["mode"] == "columns"
+    assert_same_fit(ours, memory)
+    # Every Gaussian release (magnitude counts, second moments, curvature, each step, the fit check): the
+    # same event, and the value before the noise equal up to summation order.
+    assert len(dask_log) == len(memory_log) == 1 + 1 + 1 + 100 + 1
+    for mine, theirs in zip(dask_log, memory_log):
+        assert mine.mechanism == theirs.mechanism
+        assert_same_event(mine.event, theirs.event)
+        np.testing.assert_allclose(mine.value, theirs.value, rtol=1e-9, atol=1e-12)
+    # The passes docs/dask.rst counts: 2 per quantile (10 in the standardisation, 2 clip thresholds), the
+    # magnitude check, the Gram matrix, the curvature, T = 100 steps and the fit check (and the finite
+    # check before the reservation, not made through ChunkedRows.map).
+    assert len(passes) == 2 * 12 + 1 + 1 + 1 + 100 + 1
+
+
+@pytest.mark.parametrize("params, mode", [
+    (dict(scaling="robust"), "robust"),
+    (dict(scaling="target", loss="huber"), "target"),
+    (dict(epsilon=0.3), "pooled"),  # scaling="auto" on a smaller budget
+    (dict(epsilon=0.05), "minimal"),  # and on a starved one
+    (dict(scaling="scale", fit_intercept=False), "scale"),  # the one-quantile column statistics
+])
+def test_the_modes_the_default_degrades_to_fit_as_in_memory(client, params, mode):
+    X, y = _mixed_table()
+    params = {"max_iter": 12, **params}
+    memory = _fit(X, y, **params)
+    assert memory[0].scaling_["mode"] == mode
+    assert_same_fit(_fit(*_dask(X, y), **params), memory)
+
+
+def test_a_dask_dataframe_with_uneven_partitions_fits_as_in_memory(client):
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe is not installed")
+    pd = pytest.importorskip("pandas")
+    X, y = _mixed_table()
+    frame = pd.DataFrame(X, columns=["binary", "heavy", "offset", "normal"])
+    memory = _fit(frame, y, max_iter=12)
+    divisions = (0, 1, 3, 1000, 2500, 2999)
+    ddf = dd.from_pandas(frame, npartitions=1).repartition(divisions=divisions)
+    target = dd.from_pandas(pd.Series(y), npartitions=1).repartition(divisions=divisions)
+    ours = _fit(ddf, target, max_iter=12)
+    assert_same_fit(ours, memory)
+    assert list(ours[0].feature_names_in_) == list(frame.columns)
+
+
+@pytest.mark.filterwarnings("ignore::skdp.accounting.PrivacyLeakWarning")  # epsilon = inf says it is not private
+@pytest.mark.parametrize("epsilon", [1.0, np.inf])
+def test_constant_columns_tied_chunks_and_extreme_values_fit_as_in_memory(client, epsilon):
+    # Nothing may raise after the reservation: a constant column, chunks whose rows are all equal, values
+    # near the largest floats. Each is mapped by the in-memory per-record rules, chunk by chunk. At
+    # epsilon = inf the exact quantiles and the largest whitened row norm (a maximum over chunks) are used.
+    X, y = _mixed_table()
+    X = np.column_stack([X, np.full(X.shape[0], 3.0)])
+    X[1000:2000] = X[1000]  # the 1500-row chunk starts with 1000 equal rows
+    if np.isfinite(epsilon):
+        # (Without noise nothing is clipped: sums of such values overflow and cancel in an order-dependent
+        # way, so the exact fit is compared on the other rows only.)
+        X[5, 1], X[7, 1], y[11] = 1e300, -1e308, 1e300
+    params = dict(max_iter=12, epsilon=epsilon)
+    memory = _fit(X, y, **params)
+    assert_same_fit(_fit(*_dask(X, y), **params), memory)
+
+
+def test_a_large_table_releases_its_column_halves_from_two_threads_as_in_memory(client):
+    # From n d = 4e5 the column statistics release two halves of the columns, each with its own generator
+    # (a public rule of the in-memory code): on Dask each half's passes run from its own driver thread.
+    X, y = _mixed_table(100_000)
+    memory = _fit(X, y, max_iter=5)
+    assert_same_fit(_fit(*_dask(X, y, chunks=(1, 49_999, 30_000, 20_000)), max_iter=5), memory)
+
+
+
+def _error_state(X, y):
+    with np.errstate():  # the state the chunk function runs under
+        return dict(np.geterr())
+
+
+def test_chunk_functions_run_under_ieee_rules_whatever_the_workers_numpy_settings(client):
+    # The driver runs a fit under np.errstate(all="ignore") (overflow and invalid values are mapped by
+    # per-record rules); a worker whose numpy settings raise must not turn one record's overflow into an
+    # exception after the reservation, so every chunk function runs under the same rules.
+    X, y = _mixed_table()
+    rows = _rows.ChunkedRows(*_dask(X, y))
+    states = rows.map(_error_state)
+    assert len(states) == len(UNEVEN)
+    assert all(state == {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
+               for state in states)

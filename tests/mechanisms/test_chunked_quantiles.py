@@ -98,3 +98,17 @@ def test_ties_at_the_ends_of_the_range_are_counted_not_gathered():
     x = np.concatenate([np.zeros(1_000_000), np.linspace(1.0, 2.0, 1000)])
     memory, chunked = _both(x, n_blocks=8, quantile=0.9995, epsilon=1.0, bounds=(0.0, 10.0))
     assert chunked[0] == pytest.approx(memory[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [np.inf, 2.0])
+def test_ties_a_few_ulps_below_a_bin_end_are_gathered_with_their_bin(epsilon):
+    # -2.2e-17 divided into the bins of [-1, 1] rounds to the bin that starts at 0.0: binned by division it
+    # was counted there but left out of the range gathered for that bin, and the exact median of a column
+    # whose middle ranks are that tie came out as another value.
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-0.9, 0.9, 3000)
+    x[1000:2000] = -2.2095647744404893e-17
+    memory, chunked = _both(x, n_blocks=4, quantile=0.5, epsilon=epsilon, bounds=(-1.0, 1.0))
+    assert chunked[0] == pytest.approx(memory[0], rel=1e-12, abs=0)
+    if np.isinf(epsilon):
+        assert memory[0] == -2.2095647744404893e-17

@@ -177,3 +177,80 @@ def test_large_tables_split_over_two_threads_keep_the_rule_and_are_reproducible(
     if stages == 4:
         truth = [c for _, c, _ in cols.values()] * 2
         assert np.all(np.abs(centre - truth) <= 0.2 * scale + 1e-3 * np.abs(truth))
+
+
+# -- the same statistics from row blocks (how chunked rows on a cluster are read) ---------------
+class BlockColumns:
+    """The columns of an array split into row blocks, with the interface of a chunked column source.
+
+    The mechanisms see only per-block values (ranked by counts and a few gathered values)
+    and per-block sums, as on Dask.
+    """
+
+    chunked_columns = True
+
+    def __init__(self, X, n_blocks, index=slice(None)):
+        self.X, self.n_blocks, self.index = X, n_blocks, index
+        self.shape = (X.shape[0], np.arange(X.shape[1])[index].size)
+
+    def _blocks(self):
+        starts = np.linspace(0, self.X.shape[0], self.n_blocks + 1).astype(int)
+        starts[1] = 1  # a block of one row
+        return [(self.X[a:b][:, self.index], int(a)) for a, b in zip(starts[:-1], starts[1:])]
+
+    def columns(self, index):
+        return BlockColumns(self.X, self.n_blocks, np.arange(self.X.shape[1])[self.index][index])
+
+    def values(self, n_columns, func, *args):
+        return _BlockValues([(func(block, offset, *args), offset) for block, offset in self._blocks()],
+                            self.shape[0], n_columns)
+
+    def sum(self, func, *args):
+        return np.sum([func(block, offset, *args) for block, offset in self._blocks()], axis=0)
+
+
+class _BlockValues:
+    chunked = True
+
+    def __init__(self, parts, n_rows, n_columns):
+        self.parts, self.n_rows, self.n_columns = parts, n_rows, n_columns
+        self.one_column = n_columns == 1
+
+    def gather(self, func, *args):
+        return [func(values, offset, *args) for values, offset in self.parts]
+
+    def sum(self, func, *args):
+        return np.sum(self.gather(func, *args), axis=0)
+
+
+def _mixed(n=3000):
+    rng = np.random.default_rng(4)
+    return np.column_stack([rng.random(n) < 0.3, rng.standard_t(2, n) * 50, 1e6 + rng.normal(size=n),
+                            np.full(n, 7.0), np.where(rng.random(n) < 0.95, 0.0, 1e5 * rng.random(n))])
+
+
+@pytest.mark.parametrize("release", ["statistics_4", "statistics_2", "statistics_1", "robust", "robust_no_centre",
+                                     "pooled", "magnitude", "statistics_two_threads"])
+def test_row_blocks_release_the_in_memory_statistics_and_leave_the_generator_in_step(release):
+    # Each step is one chunk function of a block of rows (with the block's share of a public jitter stream)
+    # and a combine: the same values, the same draws, and the generator left where the in-memory fit
+    # leaves it, so that every later noise is the in-memory one.
+    from skdp.mechanisms import private_robust_scaling
+
+    X = _mixed(90_000 if release == "statistics_two_threads" else 3000)  # n d >= 4e5: two column halves
+    calls = {
+        "statistics_two_threads": lambda A, g: private_column_statistics(A, 0.5, stages=4, random_state=g)[:2],
+        "statistics_4": lambda A, g: private_column_statistics(A, 0.5, stages=4, random_state=g)[:2],
+        "statistics_2": lambda A, g: private_column_statistics(A, 0.5, stages=2, random_state=g)[:2],
+        "statistics_1": lambda A, g: private_column_statistics(A, 0.5, stages=1, random_state=g)[:2],
+        "robust": lambda A, g: private_robust_scaling(A, 0.5, random_state=g)[:2],
+        "robust_no_centre": lambda A, g: private_robust_scaling(A, 0.5, center=False, random_state=g)[:2],
+        "pooled": lambda A, g: (private_pooled_scale(A, 0.5, random_state=g)[0],),
+        "magnitude": lambda A, g: (private_magnitude_check(A, np.zeros(5), np.ones(5), 30.0, random_state=g)[0],),
+    }[release]
+    g_memory, g_blocks = np.random.default_rng(1), np.random.default_rng(1)
+    memory = calls(X, g_memory)
+    blocks = calls(BlockColumns(X, 4), g_blocks)
+    for ours, theirs in zip(blocks, memory):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=0)
+    assert g_memory.random() == g_blocks.random()

@@ -50,7 +50,6 @@ from ...losses import HuberLoss
 from ...mechanisms import (
     MAX_GRAM_SIZE,
     NON_PRIVATE_RELEASE,
-    clip_factors,
     private_quantile,
     private_top_eigenvalue,
 )
@@ -307,7 +306,7 @@ class ClippedGD(Solver):
             sigma_curv = problem.row_bound**2 / n / mu_curv if math.isfinite(mu_curv) else 0.0
             # Rows not clipped by the pipeline are clipped for this release only (its
             # sensitivity is row_bound^2 / n for rows of norm at most row_bound).
-            weights = None if problem.rows_clipped else clip_factors(problem.norms, problem.row_bound) ** 2
+            weights = None if problem.rows_clipped else problem.gram_clip_weights(problem.row_bound)
             lam, ev = private_top_eigenvalue(problem.X, problem.row_bound, sigma_curv, random_state=rng,
                                              weights=weights)
             releases.append(ev)
