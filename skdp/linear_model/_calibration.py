@@ -100,8 +100,11 @@ BISECTION_STEPS = 8
 # Each row's derivative term of the temperature bisection is clipped to [-TERM_CLIP, TERM_CLIP].
 TERM_CLIP = 1.0
 # A bisection step raises the temperature only when the released derivative is this many noise standard
-# deviations below 0.
-BISECTION_CONFIDENCE = 2.0
+# deviations below 0. Test log loss x LogisticRegression (8 splits) with 2 / 1 / 0.5: digits at epsilon 1
+# 5.66 / 4.49-5.01 / 5.01, at epsilon 2 3.57 / 3.29 / 3.44, at epsilon 4 3.98 / 3.81; iris at epsilon 4
+# 6.17 / 5.65 / 7.38; wine at epsilon 4 9.72 / 7.38 / 7.53 (accuracy unchanged: the temperature keeps
+# the ranking).
+BISECTION_CONFIDENCE = 1.0
 # The score scale's quantile range spans this many decades below the public bound of the magnitudes.
 SCORE_SCALE_DECADES = 6.0
 # Ridge of the two-class fit towards the prior (a = 0, b = the prior's logit), in rows: this fraction of
