@@ -201,7 +201,7 @@ class PrivateLinearModel(DPEstimatorMixin):
         if plan.solver is not solver:
             plan.solver.check(plan.spec)  # a variant chosen by the plan is checked too, before any spend
         if isinstance(X, ChunkedRows):
-            check_chunked_plan(self, plan)  # public inputs only: before any value of the rows is read
+            check_chunked_plan(self, plan, n, d)  # public inputs only: before any value of the rows is read
             X.check_finite()
         return X, y, n, d, plan
 

@@ -14,9 +14,12 @@ in-memory fit of the same rows, up to the order of floating-point summation,
 and the noise is drawn on the driver from the fit's generator, in the same
 order: the same model and the same privacy event (every release keeps its
 sensitivity: a sum over rows does not depend on how the rows are split into
-chunks). Nothing brings rows to the driver: only the per-chunk results
-(vectors of ``p`` numbers, ``p x p`` Gram matrices, counts over public bins, and
-the few values near a quantile's target) travel.
+chunks). Only per-chunk results travel to the driver: vectors of ``p``
+numbers, ``p x p`` Gram matrices, counts over public bins, and a quantile's
+values within ``80 / epsilon`` ranks of its target, which at the default
+scaling's quantile budget (``epsilon`` about ``120 / n``) is every value of the
+column: :func:`check_chunked_plan` refuses, before any spend, a plan whose
+passes would gather more than :data:`MAX_GATHERED_VALUES` values.
 
 Where the default path of :class:`~skdp.DPHeavyTailRegressor` (``algorithm``
 "auto" -> "clipped_gd", ``scaling="auto"``) touches the rows, the chunk
@@ -54,8 +57,8 @@ interval ``k`` has weight ``width_k exp(-epsilon |k - q n| / 2)``. Per-record
 values of chunked rows (:class:`ChunkedValues`) are released by
 :mod:`skdp.mechanisms._chunked_quantiles` without sorting the table: counts in
 public bins give every bin its ranks, and the distinct values in the bins
-within ``80 / epsilon`` ranks of the target (a few per rank, gathered with
-their counts: ``O(1 / epsilon)`` values whatever ``n``) give the intervals there
+within ``80 / epsilon`` ranks of the target (gathered with their counts:
+``O(1 / epsilon)`` values, all ``n`` when ``epsilon`` is near ``120 / n``) give the intervals there
 exactly; the tails' weight is bounded, and when the bound could change the
 selection (probability about that bound, below ``1e-15``) every value is
 gathered, so the draw is exactly the exponential mechanism's and equals the
@@ -548,12 +551,17 @@ def check_chunked_estimator(estimator):
                          "y_bounds=None to standardise privately on the cluster. " + _SUPPORTED)
 
 
-def check_chunked_plan(estimator, plan):
+def check_chunked_plan(estimator, plan, n_samples, n_features):
     """Refuse, before anything is spent, a plan whose releases are not built on chunked rows (public rule).
 
     Every scaling mode is built on chunked rows; the solvers other than
     full-batch clipped gradient descent (which walk rows in order, take row
     subsets or need per-row Lipschitz bounds) are not.
+
+    Also refused: a plan whose private quantiles would gather more than
+    :data:`MAX_GATHERED_VALUES` values to the driver in one pass
+    (:func:`~skdp.mechanisms._chunked_quantiles.gathered_per_column`), which
+    would fail after the reservation.
 
     Raises
     ------
@@ -565,6 +573,41 @@ def check_chunked_plan(estimator, plan):
     if solver.name != "clipped_gd":
         raise ValueError(f"algorithm={solver.name!r} is not supported on Dask input yet (it reads rows one by "
                          f"one, in subsets or by per-row bounds, not by passes of sums). {_SUPPORTED}")
+    gathered = _planned_gather(plan, n_samples, n_features)
+    if gathered > MAX_GATHERED_VALUES:
+        raise ValueError(
+            f"This fit's private quantiles would bring about {gathered:,} values to the driver in one pass "
+            f"(at most {MAX_GATHERED_VALUES:,} are allowed): each quantile of a column gathers the values within "
+            f"80 / epsilon ranks of its target, and at this table's size the per-quantile epsilon of "
+            f"{_smallest_quantile_epsilon(plan):.3g} makes that window the whole column. Fit fewer rows (a sample), "
+            f"or scaling='none' with public clip thresholds (no quantile). Nothing was spent.")
+
+
+# Values (with their counts) the chunked quantiles may bring to the driver in one pass: 2^26 pairs, about
+# 1 GiB. The quantile sampler gathers the values near its target exactly (docs/dask.rst); at the default
+# scaling's quantile budget (epsilon about 120 / n per quantile) that window is every value of the column.
+MAX_GATHERED_VALUES = 1 << 26
+
+
+def _smallest_quantile_epsilon(plan):
+    levels = [float(plan.standardiser.quantile_epsilon), float(plan.budget.quantile_epsilon)]
+    return min(levels)
+
+
+def _planned_gather(plan, n, d):
+    """The most values one pass of the plan's chunked quantiles may gather (public: the plan, n and d).
+
+    The column statistics release the quantiles of every column in one pass;
+    every other quantile (the target's, the row norms', the solver's clip or
+    threshold) has one column.
+    """
+    from ..mechanisms._chunked_quantiles import gathered_per_column
+
+    epsilon = _smallest_quantile_epsilon(plan)
+    if math.isinf(epsilon):
+        return 0
+    columns = d if plan.standardiser.mode in ("columns", "coarse", "scale", "robust") else 1
+    return columns * gathered_per_column(n, epsilon)
 
 
 def lazy_decision_function(X, coef, intercept):

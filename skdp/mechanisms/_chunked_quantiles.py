@@ -40,12 +40,31 @@ import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, Repeated
 
-__all__ = ["chunked_quantile_columns", "chunk_uniforms"]
+__all__ = ["chunked_quantile_columns", "chunk_uniforms", "gathered_per_column"]
 
 _BINS = 4096
 _WINDOW_NATS = 40.0  # factors below exp(-40) ~ 4e-18 are left to the tail bound
 _MAX_DISTINCT = 1 << 20  # distinct values gathered per column before a bin range is split further
 _MAX_REFINE = 8
+
+
+def gathered_per_column(n_rows, epsilon):
+    """How many values a quantile at ``epsilon`` gathers per column, at most (public: ``n`` and ``epsilon``).
+
+    The ranks within ``80 / epsilon`` of the target, plus the nearest value on
+    each side (the window of :func:`chunked_quantile_columns`); all ``n`` when
+    the window covers every rank, as it does for ``epsilon`` near ``120 / n``,
+    the default scaling's quantile budget.
+
+    Examples
+    --------
+    >>> gathered_per_column(1_000_000, 0.5), gathered_per_column(1_000_000, 120 / 1_000_000)
+    (325, 1000000)
+    """
+    if math.isinf(epsilon):
+        return 2
+    half = math.ceil(2.0 * _WINDOW_NATS / epsilon) + 1
+    return int(min(n_rows, 2 * half + 3))
 
 
 def chunk_uniforms(state, offset, low, high, shape):

@@ -207,6 +207,29 @@ def test_other_estimators_and_bad_values_refuse_before_any_spend(client):
     assert accountant.events == ()
 
 
+def test_a_plan_whose_quantiles_would_gather_too_many_values_refuses_before_any_spend(client, monkeypatch):
+    # The default scaling's quantiles (epsilon about 120 / n each) gather whole columns: beyond the
+    # public limit the fit would fail on the driver after the reservation, so it refuses from the plan.
+    from skdp.linear_model import _rows
+    from skdp.mechanisms._chunked_quantiles import gathered_per_column
+
+    X, y, _ = _tables()["gaussian"]
+    n, d = X.shape
+    monkeypatch.setattr(_rows, "MAX_GATHERED_VALUES", d * n - 1)
+    accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    poisoned = da.from_array(X, chunks=(1000, d)).map_blocks(_never_computed, dtype=X.dtype,
+                                                             meta=np.empty((0, 0), dtype=X.dtype))
+    with pytest.raises(ValueError, match="values to the driver in one pass") as info:
+        DPHeavyTailRegressor(epsilon=1.0, random_state=0, accountant=accountant).fit(
+            poisoned, da.from_array(y, chunks=1000))
+    assert "Nothing was spent" in str(info.value) and accountant.events == ()
+    assert gathered_per_column(n, 120.0 / n) == n and gathered_per_column(n, 1.0) < 200
+    # A configuration without column statistics gathers one column: under the same limit it fits.
+    DPHeavyTailRegressor(epsilon=1.0, random_state=0, accountant=accountant, scaling="none",
+                         max_iter=5).fit(da.from_array(X, chunks=(1000, d)), da.from_array(y, chunks=1000))
+    assert len(accountant.events) == 1
+
+
 def test_a_fit_inside_a_dask_worker_charges_the_users_ledger_or_refuses(client):
     X, y, _ = _tables()["gaussian"]
     implicit = BudgetAccountant.default()
