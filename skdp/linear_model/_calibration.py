@@ -423,8 +423,11 @@ def _weighted_platt_equations(centres, positives, totals, cells, noise_var, ridg
     # From the given start, then from a twice steeper one and from the anchor (the clipped fit's slope
     # is biased low, and the solver can stall far from the root).
     for first in (np.asarray(start, dtype=float), 2.0 * np.asarray(start, dtype=float), anchor):
-        with np.errstate(all="ignore"):
-            result = optimize.root(equations, first, method="hybr")
+        try:  # post-processing after the reservation: a solver failure means "no root", never an error
+            with np.errstate(all="ignore"):
+                result = optimize.root(equations, first, method="hybr")
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            continue
         theta = result.x
         if result.success and np.all(np.isfinite(theta)) and np.linalg.norm(equations(theta)) <= 1e-8:
             return float(theta[0]), float(theta[1])
