@@ -357,7 +357,8 @@ def private_calibration(scores, labels, prior, budget, quantile_epsilon, rng, *,
     clip = math.inf if exact else SCORE_CLIP
     ridge = float(penalty) / scale**2 if scale > 0 else 0.0  # the penalty in a, per unit of a^2 / 2
     if rows.ndim == 1:
-        temperature, offset, bins, event = _platt(rows, scale, clip, prior, budget, rng, max_weight, exact, ridge)
+        temperature, offset, bins, event = _platt_rows(rows, scale, clip, prior, budget, rng, max_weight, exact,
+                                                       ridge)
     else:
         temperature, event = _temperature(rows, scale, clip, budget, rng, max_weight, exact, ridge)
         offset, bins = 0.0, 0
@@ -488,7 +489,13 @@ def _weighted_platt_equations(centres, positives, totals, cells, noise_var, ridg
     return None
 
 
-def _platt(rows, scale, clip, prior, budget, rng, max_weight, exact, penalty):
+def _platt(u, labels, prior, budget, rng, weights, max_weight, exact, penalty):
+    """Platt scaling ``expit(a u + b)`` of normalised, clipped scores ``u`` held in memory."""
+    return _platt_rows(ScoredRows(u, labels, weights), 1.0, math.inf, prior, budget, rng, max_weight, exact,
+                       penalty)
+
+
+def _platt_rows(rows, scale, clip, prior, budget, rng, max_weight, exact, penalty):
     """Platt scaling ``expit(a u + b)`` from one released histogram of ``(bin of u, label)``.
 
     ``u`` are the rows' scores normalised by the released ``scale`` and clipped

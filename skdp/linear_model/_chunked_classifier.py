@@ -45,12 +45,17 @@ fit check                            :func:`~skdp.linear_model._fit_check.      
                                      _true_class_gain_sum`                          released prior, class weights
 ===================================  =============================================  ==================================
 
-Passes of a default fit (two classes, ``d <= 64``, ``n d < 4e5``): the
-finite-and-labels check before the reservation, 1 for the class counts, the
-standardisation's 24 (as the regressor's, without the target's 4 quantiles:
-20), 1 for the row mean, 1 for the curvature, ``T`` steps (30 by default), 2
-for the score scale, 1 for the histogram (8 bisection steps instead with more
-classes) and 1 for the fit check.
+Passes of a default fit (``d <= 64`` columns, ``n d < 4e5``): ``T + 21`` for
+two classes, ``T + 28`` for more (``T`` = ``max_iter``, 30 by default: 51 and
+58), besides the finite-values-and-labels check before the reservation: 1 for
+the class counts; 14 for the standardisation (its "columns" mode: 2 per
+private quantile, 4 for the columns, all at once, and the 2 row-norm medians;
+the magnitude check; the Gram matrix; the labels are not standardised); 1 for
+the row mean (unless the scaling mode centres every column); 1 for the
+curvature; ``T`` steps; 2 for the score scale; 1 for the histogram (8
+bisection steps with more classes); 1 for the fit check. From ``n d = 4e5``
+the column statistics release two halves of the columns (4 more quantiles, 8
+more passes, as for the regressor).
 
 Not built on chunked rows (refused before anything is spent): ``epsilon = inf``
 (the exact minimiser and the exact calibration read every row's score),

@@ -261,6 +261,14 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     On tables of a hundred rows at epsilon = 1 (iris, wine) that is the usual
     outcome; their medians over 10 splits are then the majority class's.
 
+    **Dask.** ``fit`` accepts ``dask.array`` and ``dask.dataframe`` inputs
+    chunked by rows (``y`` a dask array or series with the same rows) with the
+    public ``classes=``, ``algorithm`` "auto" or "clipped_gd", a finite epsilon
+    and ``delta > 0``: every release is a sum of per-chunk terms (or a private
+    quantile from per-chunk counts), the noise is drawn where ``fit`` runs, and
+    the model and privacy event are the in-memory fit's of the same rows (see
+    :ref:`dask`). On Dask input the prediction methods return lazy dask arrays.
+
     ``score`` on training data is not private.
 
     Examples

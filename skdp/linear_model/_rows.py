@@ -94,9 +94,14 @@ the worker shares the user's process; otherwise it refuses before spending
 The supported configurations today: :class:`~skdp.DPHeavyTailRegressor` with
 ``algorithm`` "auto" or "clipped_gd" (any built-in loss; private or public clip
 thresholds; penalties) and every scaling mode (the default included), no
-declared bounds, a Gaussian budget (``delta > 0``). Declared bounds, the other
+declared bounds, a Gaussian budget (``delta > 0``); and
+:class:`~skdp.DPInterpolatingClassifier` with ``algorithm`` "auto" or
+"clipped_gd", the public ``classes=``, a finite epsilon and ``delta > 0`` (any
+loss, scaling mode, penalty and class weights; its chunk functions are listed in
+:mod:`skdp.linear_model._chunked_classifier`). Declared bounds, the other
 solvers and the other estimators refuse Dask input before anything is spent
-(:func:`check_chunked_estimator`, :func:`check_chunked_plan`).
+(:func:`check_chunked_estimator`, :func:`check_chunked_plan`, and the
+classifier's own checks of ``classes``, ``epsilon`` and ``delta``).
 """
 
 import math
