@@ -84,8 +84,9 @@ from scipy import optimize, special, stats
 
 from ..accounting import ApproxDPRelease, GaussianRelease, Sequential
 from ..mechanisms import budgeted_release, private_quantile
+from ._rows import ChunkedRows, RowsInMemory
 
-__all__ = ["Calibration", "private_class_counts", "prior_from_counts", "prior_share", "private_calibration",
+__all__ = ["Calibration", "ScoredRows", "private_class_counts", "prior_from_counts", "prior_share", "private_calibration",
            "SCORE_CLIP",
            "BISECTION_STEPS", "histogram_bins", "histogram_edges"]
 
@@ -144,8 +145,10 @@ def private_class_counts(labels, n_classes, budget, rng, weights=None):
 
     Parameters
     ----------
-    labels : ndarray of int of shape (n_samples,)
-        Class indices into the public list of classes.
+    labels : ndarray of int of shape (n_samples,), or rows
+        Class indices into the public list of classes, or rows whose ``y`` they
+        are (:class:`~skdp.linear_model._rows.ChunkedRows`: one pass of per-chunk
+        counts).
     n_classes : int
     budget : ("gaussian", mu) or ("pure", epsilon)
     rng : numpy Generator
@@ -157,8 +160,14 @@ def private_class_counts(labels, n_classes, budget, rng, weights=None):
     counts : ndarray of shape (n_classes,)
     event : PrivacyEvent
     """
-    counts = np.bincount(np.asarray(labels, dtype=int), minlength=n_classes).astype(float)
+    rows = labels if isinstance(labels, (ChunkedRows, RowsInMemory)) else RowsInMemory(None, labels)
+    counts = rows.sum(_class_counts, n_classes)
     return _release(counts, math.sqrt(2.0), 2.0, budget, rng)
+
+
+def _class_counts(X, labels, n_classes):
+    """The number of rows of every class among ``labels`` (one chunk's, or all)."""
+    return np.bincount(np.asarray(labels, dtype=int), minlength=n_classes).astype(float)
 
 
 def prior_share(n_samples, epsilon):
@@ -222,6 +231,37 @@ class Calibration:
                 "bins": int(self.bins)}
 
 
+class ScoredRows:
+    """A released model's scores on the training rows, with the rows' labels and weights, held in memory.
+
+    The calibration and the fit check read the rows only through sums of per-row
+    terms of ``(scores, labels, weights)`` and the per-row values of a quantile:
+    :meth:`sum` and :meth:`values` apply a function of one chunk to all the rows
+    at once (:class:`~skdp.linear_model._chunked_classifier.ChunkedScores` applies
+    the same function to every chunk of rows on a cluster and adds the results).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdp.linear_model._calibration import ScoredRows
+    >>> rows = ScoredRows(np.array([0.5, -1.0, 2.0]), np.array([1, 0, 1]))
+    >>> rows.sum(lambda scores, labels, weights: np.array([np.sum(weights * labels)]))
+    array([2.])
+    """
+
+    def __init__(self, scores, labels, weights=None):
+        self.scores = np.asarray(scores, dtype=float)
+        self.labels = np.asarray(labels, dtype=int)
+        self.n_samples = self.labels.shape[0]
+        self.ndim = self.scores.ndim
+        self.weights = np.ones(self.n_samples) if weights is None else np.asarray(weights, dtype=float)
+
+    def sum(self, func, *args):
+        return func(self.scores, self.labels, self.weights, *args)
+
+    values = sum
+
+
 def _magnitudes(scores):
     if scores.ndim == 1:
         return np.abs(scores)
@@ -245,6 +285,29 @@ def _normalised(scores, scale, clip):
         return u
 
 
+def _magnitude_values(scores, labels, weights):
+    """The per-row score magnitudes whose median is the score scale (a non-finite one is ``inf``)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        magnitudes = _magnitudes(scores)
+    return np.where(np.isfinite(magnitudes), magnitudes, np.inf)
+
+
+def _histogram_counts(scores, labels, weights, scale, clip, edges):
+    """The weighted counts of ``(label, bin of the normalised score)`` over the public ``edges`` (2 x bins)."""
+    bins = edges.shape[0] - 1
+    u = _normalised(scores, scale, clip)
+    index = np.clip(np.searchsorted(edges, u, side="right") - 1, 0, bins - 1)
+    counts = np.zeros((2, bins))
+    np.add.at(counts, (labels, index), weights)
+    return counts
+
+
+def _temperature_term_sum(scores, labels, weights, scale, clip, a, term_clip):
+    """The sum of the rows' clipped, weighted derivatives of the log loss in the temperature ``a``."""
+    u = _normalised(scores, scale, clip)
+    return np.array([np.sum(weights * np.clip(_temperature_derivative(u, labels, a, 1.0), -term_clip, term_clip))])
+
+
 def _temperature_derivative(u, labels, a, weights):
     """Per-row ``sum_k p_k(a) u_k - u_y`` times the row's weight (the derivative of the log loss in ``a``)."""
     p = special.softmax(a * u, axis=1)
@@ -258,8 +321,11 @@ def private_calibration(scores, labels, prior, budget, quantile_epsilon, rng, *,
 
     Parameters
     ----------
-    scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-        The released model's decision values on the training rows.
+    scores : ndarray of shape (n_samples,) or (n_samples, n_classes), or scored rows
+        The released model's decision values on the training rows, or the rows
+        with their scores, labels and weights (:class:`ScoredRows`, or
+        :class:`~skdp.linear_model._chunked_classifier.ChunkedScores` for rows on
+        a cluster; ``labels`` and ``weights`` are then unused).
     labels : ndarray of int of shape (n_samples,)
     prior : ndarray of shape (n_classes,)
         The released class prior (the anchor of the Platt ridge).
@@ -284,25 +350,20 @@ def private_calibration(scores, labels, prior, budget, quantile_epsilon, rng, *,
     calibration : Calibration
     event : PrivacyEvent
     """
-    scores = np.asarray(scores, dtype=float)
-    labels = np.asarray(labels, dtype=int)
-    n = labels.shape[0]
-    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    rows = scores if hasattr(scores, "values") and hasattr(scores, "n_samples") else ScoredRows(scores, labels,
+                                                                                                 weights)
     exact = math.isinf(budget[1])
-    with np.errstate(invalid="ignore", over="ignore"):
-        magnitudes = _magnitudes(scores)
-    magnitudes = np.where(np.isfinite(magnitudes), magnitudes, np.inf)
+    magnitudes = rows.values(_magnitude_values)
     scale, scale_event = private_quantile(magnitudes, 0.5, quantile_epsilon, _scale_range(score_bound),
                                           scale="log", jitter=0.0 if exact else _JITTER, random_state=rng)
     scale = float(scale)
     clip = math.inf if exact else SCORE_CLIP
-    u = _normalised(scores, scale, clip)
     ridge = float(penalty) / scale**2 if scale > 0 else 0.0  # the penalty in a, per unit of a^2 / 2
-    if scores.ndim == 1:
-        temperature, offset, bins, event = _platt(u, labels, prior, budget, rng, weights, max_weight, exact,
-                                                  ridge)
+    if rows.ndim == 1:
+        temperature, offset, bins, event = _platt_rows(rows, scale, clip, prior, budget, rng, max_weight, exact,
+                                                       ridge)
     else:
-        temperature, event = _temperature(u, labels, budget, rng, weights, max_weight, exact, ridge)
+        temperature, event = _temperature(rows, scale, clip, budget, rng, max_weight, exact, ridge)
         offset, bins = 0.0, 0
     calibration = Calibration(temperature / scale, offset, temperature, scale, bins)
     return calibration, Sequential([scale_event, event])
@@ -435,18 +496,28 @@ def _weighted_platt_equations(centres, positives, totals, cells, noise_var, ridg
 
 
 def _platt(u, labels, prior, budget, rng, weights, max_weight, exact, penalty):
-    """Platt scaling ``expit(a u + b)`` from one released histogram of ``(bin of u, label)``."""
-    n = labels.shape[0]
+    """Platt scaling ``expit(a u + b)`` of normalised, clipped scores ``u`` held in memory."""
+    return _platt_rows(ScoredRows(u, labels, weights), 1.0, math.inf, prior, budget, rng, max_weight, exact,
+                       penalty)
+
+
+def _platt_rows(rows, scale, clip, prior, budget, rng, max_weight, exact, penalty):
+    """Platt scaling ``expit(a u + b)`` from one released histogram of ``(bin of u, label)``.
+
+    ``u`` are the rows' scores normalised by the released ``scale`` and clipped
+    at ``clip``. Without noise the scores of every row are read (rows in memory
+    only: the chunked fit refuses ``epsilon = inf`` before anything is spent).
+    """
+    n = rows.n_samples
     anchor = (0.0, float(np.log(prior[1] / prior[0])))
     if exact:
+        u, labels, weights = _normalised(rows.scores, scale, clip), rows.labels, rows.weights
         positives = np.where(labels == 1, weights, 0.0) / n
         a, b = _platt_equations(u, positives, weights / n, 1e-9, penalty, anchor)
         return a, b, 0, _exact_event(budget)
     bins = histogram_bins(n, budget)
     edges = histogram_edges(bins)
-    index = np.clip(np.searchsorted(edges, u, side="right") - 1, 0, bins - 1)
-    counts = np.zeros((2, bins))
-    np.add.at(counts, (labels, index), weights)
+    counts = rows.sum(_histogram_counts, scale, clip, edges)  # one pass on chunked rows
     noisy, event = _release(counts.ravel(), math.sqrt(2.0) * max_weight, 2.0 * max_weight, budget, rng)
     cell_std = _noise_std(math.sqrt(2.0) * max_weight, budget)
     centres, positives, totals, cells = _pooled(noisy.reshape(2, bins), 0.5 * (edges[:-1] + edges[1:]),
@@ -517,14 +588,14 @@ def _pooled(noisy, centres, cell_std):
     return mids, pos, pos + neg, np.array([len(pool) for pool in pools], dtype=float)
 
 
-def _temperature(u, labels, budget, rng, weights, max_weight, exact, penalty):
-    """Temperature scaling ``softmax(a u)`` by a bisection of ``a``."""
-    n = labels.shape[0]
+def _temperature(rows, scale, score_clip, budget, rng, max_weight, exact, penalty):
+    """Temperature scaling ``softmax(a u)`` by a bisection of ``a`` (each step one pass on chunked rows)."""
+    n = rows.n_samples
     steps = EXACT_STEPS if exact else BISECTION_STEPS
     clip = math.inf if exact else TERM_CLIP
 
     def term(a):
-        return float(np.mean(weights * np.clip(_temperature_derivative(u, labels, a, 1.0), -clip, clip)))
+        return float(rows.sum(_temperature_term_sum, scale, score_clip, a, clip)[0]) / n
 
     sensitivity = 2.0 * TERM_CLIP * max_weight / n
     margin = BISECTION_CONFIDENCE * _noise_std(sensitivity, _step_budget(budget, steps))

@@ -74,6 +74,7 @@ import numpy as np
 
 from ..accounting import GaussianRelease
 from ..mechanisms import budgeted_release, gaussian_mechanism
+from ._calibration import ScoredRows
 from ._rows import ChunkedRows
 
 __all__ = ["CHECK_SHARE", "FitCheck", "fit_check_event", "private_fit_check", "private_classification_check",
@@ -244,6 +245,13 @@ def _chunk_improvement_sum(X, y, coef, intercept, center, scale):
     return np.array([np.sum(improvement_terms(np.asarray(y, dtype=float), predictions, center, scale))])
 
 
+def _true_class_gain_sum(proba, labels, weights, prior):
+    """``sum_i w_i (p_i[y_i] - prior[y_i])`` over the rows (non-finite rows count as uniform)."""
+    k = proba.shape[1]
+    proba = np.where(np.isfinite(proba).all(axis=1)[:, None], proba, 1.0 / k)
+    return np.array([np.sum(weights * (proba[np.arange(proba.shape[0]), labels] - prior[labels]))])
+
+
 def classification_check_share(n_samples, epsilon):
     """Share of a classifier's Gaussian budget (or of its epsilon) for the fit check (public rule).
 
@@ -268,9 +276,13 @@ def private_classification_check(proba, labels, prior, budget, random_state=None
 
     Parameters
     ----------
-    proba : ndarray of shape (n_samples, n_classes)
+    proba : ndarray of shape (n_samples, n_classes), or scored rows
         The released model's class probabilities on the training rows (rows
-        that are not finite count as the uniform distribution: a per-row rule).
+        that are not finite count as the uniform distribution: a per-row rule),
+        or the rows with those probabilities, their labels and weights
+        (:class:`~skdp.linear_model._calibration.ScoredRows`, or
+        :class:`~skdp.linear_model._chunked_classifier.ChunkedScores` for rows on
+        a cluster; ``labels`` and ``weights`` are then unused).
     labels : ndarray of int of shape (n_samples,)
     prior : ndarray of shape (n_classes,)
         The released class prior.
@@ -295,14 +307,9 @@ def private_classification_check(proba, labels, prior, budget, random_state=None
     >>> round(check.noise_std, 4), round(check.improvement, 1), check.fallback
     (0.004, 0.5, False)
     """
-    labels = np.asarray(labels)
-    n = labels.shape[0]
-    weights = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
-    proba = np.asarray(proba, dtype=float)
-    k = proba.shape[1]
-    proba = np.where(np.isfinite(proba).all(axis=1)[:, None], proba, 1.0 / k)
-    rows = np.arange(n)
-    value = float(np.mean(weights * (proba[rows, labels] - np.asarray(prior, dtype=float)[labels])))
+    rows = proba if hasattr(proba, "n_samples") else ScoredRows(proba, labels, weights)
+    n = rows.n_samples
+    value = float(rows.sum(_true_class_gain_sum, np.asarray(prior, dtype=float))[0]) / n
     sensitivity = 2.0 * float(max_weight) / n
     kind, level = budget
     released, event = budgeted_release(value, budget, sensitivity, l1_sensitivity=sensitivity,

@@ -23,9 +23,18 @@ from ..solvers.interpolation import (
     OneVsRestOutputs,
     SoftmaxOutputs,
 )
-from ._calibration import MIN_CLASS_COUNT, prior_from_counts, prior_share, private_calibration, private_class_counts
+from ._calibration import (
+    MIN_CLASS_COUNT,
+    ScoredRows,
+    prior_from_counts,
+    prior_share,
+    private_calibration,
+    private_class_counts,
+)
+from ._chunked_classifier import ChunkedClassificationProblem, ChunkedScores, ChunkedSolverRows, linear_scores
 from ._fit_check import classification_check_share, private_classification_check
 from ._pipeline import PostFit, PrivateLinearModel
+from ._rows import _SUPPORTED, ChunkedRows, is_dask_collection
 
 __all__ = ["DPInterpolatingClassifier"]
 
@@ -252,6 +261,14 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     On tables of a hundred rows at epsilon = 1 (iris, wine) that is the usual
     outcome; their medians over 10 splits are then the majority class's.
 
+    **Dask.** ``fit`` accepts ``dask.array`` and ``dask.dataframe`` inputs
+    chunked by rows (``y`` a dask array or series with the same rows) with the
+    public ``classes=``, ``algorithm`` "auto" or "clipped_gd", a finite epsilon
+    and ``delta > 0``: every release is a sum of per-chunk terms (or a private
+    quantile from per-chunk counts), the noise is drawn where ``fit`` runs, and
+    the model and privacy event are the in-memory fit's of the same rows (see
+    :ref:`dask`). On Dask input the prediction methods return lazy dask arrays.
+
     ``score`` on training data is not private.
 
     Examples
@@ -273,6 +290,7 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     _solver_family = "interpolation"
     _scales_target = False
     _has_fit_check = True
+    _dask_input = True
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "loss": [Options({"auto", *_LOSSES})],
@@ -399,14 +417,24 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         else:
             # The checks read only the public classes, and y only through the domain check
             # below: a target-type check on y would fail or pass depending on one row's label.
-            check_classification_targets(np.asarray(self.classes))
-            classes = np.unique(np.asarray(self.classes))
-            if classes.shape[0] != np.asarray(self.classes).shape[0]:
-                raise ValueError("classes contains repeated labels. Nothing was spent.")
+            classes = self._public_classes()
             unknown = ~np.isin(y, classes)
             if unknown.any():
                 raise ValueError("y contains labels that are not in classes; every label must be one of "
                                  f"{classes.tolist()}. Nothing was spent.")
+        self._set_classes(classes, X.shape[0])
+        return X, np.searchsorted(classes, y)
+
+    def _public_classes(self):
+        """The sorted public ``classes`` (checks of the parameter alone)."""
+        check_classification_targets(np.asarray(self.classes))
+        classes = np.unique(np.asarray(self.classes))
+        if classes.shape[0] != np.asarray(self.classes).shape[0]:
+            raise ValueError("classes contains repeated labels. Nothing was spent.")
+        return classes
+
+    def _set_classes(self, classes, n_samples):
+        """Check the class set against the parameters and keep it with the number of rows (public)."""
         if classes.shape[0] < 2:
             raise ValueError(f"{type(self).__name__} needs at least 2 classes; got {classes.shape[0]} class. "
                              "Nothing was spent.")
@@ -417,8 +445,25 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
                                  f"{classes.tolist()}. Nothing was spent.")
         self._n_classes = int(classes.shape[0])
         self._classes = classes
-        self._n_samples = int(X.shape[0])
-        return X, np.searchsorted(classes, y)
+        self._n_samples = int(n_samples)
+
+    def _chunked_rows(self, X, y):
+        """Dask rows with the public classes: every row's label becomes its class index (before any spend)."""
+        name = type(self).__name__
+        if self.classes is None:
+            raise ValueError(f"{name} on Dask input needs the public list of labels: pass classes= (reading the "
+                             "labels from y would release the label set, a rare label can reveal a person). "
+                             "Nothing was spent.")
+        if math.isinf(float(self.epsilon)):
+            raise ValueError(f"{name} on Dask input needs a finite epsilon (without noise the exact minimiser "
+                             f"and calibration read every row's score, not sums). {_SUPPORTED}")
+        if self._pure_dp_requested():
+            raise ValueError(f"{name} on Dask input needs delta > 0 (the pure-DP fit is not built on chunked "
+                             f"rows). {_SUPPORTED}")
+        classes = self._public_classes()
+        rows = ChunkedRows.from_inputs(self, X, y, classes=classes)
+        self._set_classes(classes, rows.shape[0])
+        return rows
 
     def _class_weights(self, counts):
         """Weight of every class (public, or from the released ``counts`` for "balanced"), or None."""
@@ -437,7 +482,8 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
 
     def _pre_fit(self, X, labels, plan, rng):
         """Release the class counts first: "balanced" weights and the prior come from them."""
-        counts, event = private_class_counts(labels, self._n_classes, plan.post_budget("prior"), rng)
+        source = X if isinstance(X, ChunkedRows) else labels  # chunked rows: per-chunk counts, one pass
+        counts, event = private_class_counts(source, self._n_classes, plan.post_budget("prior"), rng)
         weights = self._class_weights(counts)
         return {"counts": counts, "class_weights": weights}, [event]
 
@@ -450,10 +496,14 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         """
         prior = prior_from_counts(released["counts"])
         class_weights = released["class_weights"]
-        row_weights = None if class_weights is None else class_weights[y]
+        row_weights = None if class_weights is None or isinstance(X, ChunkedRows) else class_weights[y]
         max_weight = 1.0 if class_weights is None else float(np.max(class_weights))
         coef, intercept = np.atleast_2d(coef), np.atleast_1d(np.asarray(intercept, dtype=float))
-        scores = self._scores(X, coef, intercept)
+        chunked = isinstance(X, ChunkedRows)
+        # The rows with the released model's scores, labels and weights: every release below reads them
+        # through sums of per-row terms (one pass each on chunked rows) and a private quantile.
+        scores = ChunkedScores(X, coef, intercept, class_weights) if chunked else ScoredRows(
+            self._scores(X, coef, intercept), y, row_weights)
         # A public bound of the score magnitudes: |W a| <= ||W|| ||a|| for rows of norm at most the
         # released row bound (solver units, where the scores are the same numbers).
         score_bound = float(np.linalg.norm(solver_coef)) * float(scaling.coef_row_bound)
@@ -464,12 +514,13 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         # too low on the mixed-scales table at epsilon = 1), so it is left out.
         exact = math.isinf(float(self.epsilon))
         penalty = self._effective_alpha() * float(np.sum(coef**2)) if exact else 0.0
-        calibration, event = private_calibration(scores, y, prior, plan.post_budget("calibration"),
+        calibration, event = private_calibration(scores, None, prior, plan.post_budget("calibration"),
                                                  plan.budget.quantile_epsilon, rng, weights=row_weights,
                                                  max_weight=max_weight, score_bound=score_bound, penalty=penalty)
         coef, intercept = calibration.fold(coef, intercept)
-        check = private_classification_check(np.exp(_log_proba(self._scores(X, coef, intercept))), y, prior,
-                                             plan.post_budget("check"), rng, weights=row_weights,
+        proba = ChunkedScores(X, coef, intercept, class_weights, link=_probabilities) if chunked else ScoredRows(
+            _probabilities(self._scores(X, coef, intercept)), y, row_weights)
+        check = private_classification_check(proba, None, prior, plan.post_budget("check"), rng,
                                              max_weight=max_weight)
         # Released values kept for the fallback and the fitted attributes (post-processing).
         self._released_prior, self._released_calibration = prior, calibration
@@ -480,9 +531,7 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     @staticmethod
     def _scores(X, coef, intercept):
         """Decision values of a linear model on rows that may be huge (non-finite scores are left to the callers)."""
-        with np.errstate(over="ignore", invalid="ignore"):
-            scores = np.asarray(X @ coef.T) + intercept
-        return scores.ravel() if scores.shape[1] == 1 else scores
+        return linear_scores(X, coef, intercept)
 
     def _after_failed_check(self, check, scaling, coef, intercept, n, d):
         """The check did not find the model better than the prior: predict the released prior (and warn)."""
@@ -512,7 +561,10 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
 
     def _build_problem(self, scaling, X, labels, solver, released=None):
         unbounded = scaling.whitened and solver.capabilities.unbounded_rows
-        rows = scaling.rows(X, clip=not unbounded, implicit=False)
+        chunked = isinstance(X, ChunkedRows)
+        # Chunked rows: the same rows, formed on every chunk in every pass (labels stay in the chunks).
+        rows = ChunkedSolverRows(X, scaling, not unbounded) if chunked else scaling.rows(X, clip=not unbounded,
+                                                                                         implicit=False)
         ridge, _, matrix = self._penalties(scaling, rows.shape[1])
         d = X.shape[1]
         nominal = math.sqrt(d) * float(scaling.unit)
@@ -531,11 +583,16 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         if self.fit_intercept:
             row_scale = math.hypot(row_scale, float(scaling.intercept_value))
         class_weights = None if released is None else released.get("class_weights")
-        return ClassificationProblem(rows, labels, self._outputs(), matrix if matrix is not None else ridge,
-                                     radius=CLASSIFIER_RADIUS, row_scale=row_scale, intercept=self.fit_intercept,
-                                     rows_clipped=not unbounded, row_bound=float(scaling.coef_row_bound),
-                                     weights=None if class_weights is None else class_weights[labels],
-                                     max_weight=1.0 if class_weights is None else float(np.max(class_weights)))
+        common = dict(radius=CLASSIFIER_RADIUS, row_scale=row_scale, intercept=self.fit_intercept,
+                      rows_clipped=not unbounded, row_bound=float(scaling.coef_row_bound),
+                      max_weight=1.0 if class_weights is None else float(np.max(class_weights)))
+        penalty = matrix if matrix is not None else ridge
+        if chunked:
+            return ChunkedClassificationProblem(rows, None, self._outputs(), penalty, **common,
+                                                class_weights=class_weights,
+                                                intercept_column=float(scaling.intercept_value))
+        return ClassificationProblem(rows, labels, self._outputs(), penalty, **common,
+                                     weights=None if class_weights is None else class_weights[labels])
 
     def _problem_spec(self, solver, n, d, mode):
         spec = super()._problem_spec(solver, n, d, mode)
@@ -568,15 +625,19 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
     def decision_function(self, X):
         """Scores ``X @ coef_.T + intercept_``: shape (n_samples,) for two classes, else (n_samples, n_classes)."""
         check_is_fitted(self)
+        if is_dask_collection(X):  # a lazy dask array (post-processing: nothing is computed)
+            return self._lazy_decision_function(X)
         X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
         scores = np.asarray(X @ self.coef_.T.astype(X.dtype, copy=False)) + self.intercept_.astype(X.dtype)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict(self, X):
-        """The class with the largest score."""
+        """The class with the largest score (a lazy dask array on Dask input)."""
         scores = self.decision_function(X)
-        index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[index]
+        if is_dask_collection(scores):
+            return scores.map_blocks(_predicted_classes, self.classes_, drop_axis=[1] if scores.ndim == 2 else [],
+                                     dtype=self.classes_.dtype, meta=np.empty((0,), dtype=self.classes_.dtype))
+        return _predicted_classes(scores, self.classes_)
 
     def predict_proba(self, X):
         """Class probabilities: the logistic (two classes) or softmax model of the calibrated decision function.
@@ -584,15 +645,24 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         The calibration is folded into ``coef_`` and ``intercept_`` (see Notes),
         so this is ``LogisticRegression``'s link on :meth:`decision_function`.
         """
-        return np.exp(self.predict_log_proba(X))
+        log_proba = self.predict_log_proba(X)
+        return log_proba.map_blocks(np.exp) if is_dask_collection(log_proba) else np.exp(log_proba)
 
     def predict_log_proba(self, X):
         """Logarithms of :meth:`predict_proba`, computed without forming the probabilities.
 
         Always finite: floored at ``log`` of the smallest normal float (about
-        -708), so :meth:`predict_proba` is never exactly 0.
+        -708), so :meth:`predict_proba` is never exactly 0. A lazy dask array on
+        Dask input.
         """
-        return _log_proba(np.asarray(self.decision_function(X), dtype=float))
+        scores = self.decision_function(X)
+        if is_dask_collection(scores):
+            k = len(self.classes_)
+            if scores.ndim == 1:
+                return scores.map_blocks(_float_log_proba, new_axis=1, chunks=(scores.chunks[0], (k,)),
+                                         dtype=float, meta=np.empty((0, 0)))
+            return scores.map_blocks(_float_log_proba, dtype=float, meta=np.empty((0, 0)))
+        return _float_log_proba(scores)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -604,6 +674,20 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
 # exponential) is never exactly 0 and its logarithm is predict_log_proba even for extreme scores (a
 # calibrated slope on well-separated rows can give logits below -745, where exp underflows to 0).
 _LOG_TINY = float(np.log(np.finfo(float).tiny))
+
+
+def _float_log_proba(scores):
+    return _log_proba(np.asarray(scores, dtype=float))
+
+
+def _probabilities(scores):
+    """Class probabilities of the logistic or softmax model of ``scores`` (the fit check's link)."""
+    return np.exp(_log_proba(scores))
+
+
+def _predicted_classes(scores, classes):
+    index = (scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)
+    return classes[index]
 
 
 def _log_proba(scores):

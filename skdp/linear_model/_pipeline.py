@@ -183,7 +183,7 @@ class PrivateLinearModel(DPEstimatorMixin):
         self._check_parameters()
         if is_dask_collection(X) or is_dask_collection(y):
             check_chunked_estimator(self)
-            X = ChunkedRows.from_inputs(self, X, y)  # rows stay on the cluster; y is held by X
+            X = self._chunked_rows(X, y)  # rows stay on the cluster; y is held by X
             self._set_chunked_features(X)
         else:
             X, y = self._validate_fit_data(X, y)
@@ -204,6 +204,10 @@ class PrivateLinearModel(DPEstimatorMixin):
             check_chunked_plan(self, plan, n, d)  # public inputs only: before any value of the rows is read
             X.check_finite()
         return X, y, n, d, plan
+
+    def _chunked_rows(self, X, y):
+        """The Dask rows ``(X, y)`` as :class:`~skdp.linear_model._rows.ChunkedRows` (public checks only)."""
+        return ChunkedRows.from_inputs(self, X, y)
 
     def _set_chunked_features(self, rows):
         """``n_features_in_`` and ``feature_names_in_`` of chunked rows, as ``validate_data`` sets them."""
@@ -467,8 +471,6 @@ class PrivateLinearModel(DPEstimatorMixin):
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[-1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
-        if np.ndim(self.coef_) != 1:
-            raise ValueError("Lazy predictions on Dask input are built for single-output linear models only.")
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
         return lazy_decision_function(X, self.coef_, self.intercept_)

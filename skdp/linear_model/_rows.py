@@ -97,9 +97,14 @@ the worker shares the user's process; otherwise it refuses before spending
 The supported configurations today: :class:`~skdp.DPHeavyTailRegressor` with
 ``algorithm`` "auto" or "clipped_gd" (any built-in loss; private or public clip
 thresholds; penalties) and every scaling mode (the default included), no
-declared bounds, a Gaussian budget (``delta > 0``). Declared bounds, the other
+declared bounds, a Gaussian budget (``delta > 0``); and
+:class:`~skdp.DPInterpolatingClassifier` with ``algorithm`` "auto" or
+"clipped_gd", the public ``classes=``, a finite epsilon and ``delta > 0`` (any
+loss, scaling mode, penalty and class weights; its chunk functions are listed in
+:mod:`skdp.linear_model._chunked_classifier`). Declared bounds, the other
 solvers and the other estimators refuse Dask input before anything is spent
-(:func:`check_chunked_estimator`, :func:`check_chunked_plan`).
+(:func:`check_chunked_estimator`, :func:`check_chunked_plan`, and the
+classifier's own checks of ``classes``, ``epsilon`` and ``delta``).
 """
 
 import math
@@ -159,9 +164,12 @@ class ChunkedRows:
     array([30., 36.])
     """
 
-    def __init__(self, X, y, feature_names=None):
+    def __init__(self, X, y, feature_names=None, classes=None):
         self.X, self.y = X, y
         self.feature_names = feature_names
+        # With public classes, y holds every row's class index (-1 for a label outside them, refused by
+        # check_finite before anything is spent).
+        self.classes = classes
 
     @property
     def shape(self):
@@ -176,11 +184,13 @@ class ChunkedRows:
         return self.X.dtype
 
     @classmethod
-    def from_inputs(cls, estimator, X, y):
+    def from_inputs(cls, estimator, X, y, classes=None):
         """Validate the types, shapes and dtypes of Dask ``X`` and ``y`` (values: :meth:`check_finite`).
 
-        Raises ``ValueError``/``TypeError`` before any spend: wrong types or
-        shapes, non-numeric values, sparse chunks.
+        With the public ``classes`` (a sorted array of labels), ``y`` holds
+        labels of any dtype and becomes every row's class index (a lazy
+        per-record map). Raises ``ValueError``/``TypeError`` before any spend:
+        wrong types or shapes, non-numeric values, sparse chunks.
         """
         import dask.array as da
 
@@ -209,7 +219,13 @@ class ChunkedRows:
             if Xd.dtype.kind not in "biuf":
                 raise ValueError(f"X must be numeric; got dtype {Xd.dtype}. Nothing was spent.")
             Xd = Xd.astype(np.float64)  # as validate_data converts to its first dtype
-        if yd.dtype.kind not in "biuf":
+        if classes is not None:
+            if (yd.dtype.kind in "biuf") != (np.asarray(classes).dtype.kind in "biuf"):
+                raise ValueError(f"y holds labels of dtype {yd.dtype}, which cannot be the classes "
+                                 f"{np.asarray(classes).tolist()}. Nothing was spent.")
+            yd = yd.map_blocks(_class_indices, np.asarray(classes), dtype=np.int64,
+                               meta=np.empty((0,), dtype=np.int64))
+        elif yd.dtype.kind not in "biuf":
             raise ValueError(f"{type(estimator).__name__} needs a numeric target y; got values of dtype "
                              f"{yd.dtype}. Nothing was spent.")
         if Xd.shape[1] == 0:
@@ -224,16 +240,23 @@ class ChunkedRows:
         if len(keep) < len(Xd.chunks[0]):
             Xd = da.concatenate([Xd.blocks[i] for i in keep], axis=0)
             yd = da.concatenate([yd.blocks[i] for i in keep], axis=0)
-        return cls(Xd, yd, names)
+        return cls(Xd, yd, names, None if classes is None else np.asarray(classes))
 
     def check_finite(self):
-        """Refuse non-finite values, as ``validate_data`` does (one pass; before anything is spent)."""
+        """Refuse non-finite values, as ``validate_data`` does (one pass; before anything is spent).
+
+        With public classes, labels outside them are refused in the same pass.
+        """
         import dask
         import dask.array as da
 
-        finite_x, finite_y = dask.compute(da.isfinite(self.X).all(), da.isfinite(self.y).all())
+        valid_y = da.isfinite(self.y).all() if self.classes is None else (self.y >= 0).all()
+        finite_x, finite_y = dask.compute(da.isfinite(self.X).all(), valid_y)
         if not finite_x:
             raise ValueError("Input X contains NaN or infinity. Nothing was spent.")
+        if not finite_y and self.classes is not None:
+            raise ValueError("y contains labels that are not in classes; every label must be one of "
+                             f"{self.classes.tolist()}. Nothing was spent.")
         if not finite_y:
             raise ValueError("Input y contains NaN or infinity. Nothing was spent.")
 
@@ -318,6 +341,13 @@ class RowsInMemory:
 
     def target(self, limit=None):
         return ArrayColumns(_selected(self.X, self.y, ("y", limit)))
+
+
+def _class_indices(labels, classes):
+    """Every label's index in the sorted public ``classes``, -1 for a label outside them (a per-record map)."""
+    labels = np.asarray(labels)
+    index = np.clip(np.searchsorted(classes, labels), 0, classes.shape[0] - 1)
+    return np.where(classes[index] == labels, index, -1).astype(np.int64)
 
 
 def _quietly(func, *args):
@@ -536,7 +566,9 @@ class ChunkedProblem(GLMProblem):
 
 _SUPPORTED = ("Supported on Dask input today: DPHeavyTailRegressor with algorithm='auto' or 'clipped_gd' "
               "(full-batch clipped gradient descent: any built-in loss, private or public clip thresholds, "
-              "penalties), every scaling mode (the default 'auto' included), no declared bounds, delta > 0. "
+              "penalties), every scaling mode (the default 'auto' included), no declared bounds, delta > 0; "
+              "DPInterpolatingClassifier with algorithm='auto' or 'clipped_gd', the public classes=, a finite "
+              "epsilon, delta > 0, any loss, scaling, C, alpha and class_weight, no declared bounds. "
               "Nothing was spent.")
 
 
@@ -611,14 +643,30 @@ def _planned_gather(plan, n, d):
 
 
 def lazy_decision_function(X, coef, intercept):
-    """``X @ coef + intercept`` on a Dask array, as a lazy Dask array (post-processing)."""
+    """``X @ coef + intercept`` on a Dask array, as a lazy Dask array (post-processing).
+
+    ``coef`` of shape ``(k, d)`` (a classifier's) gives ``X @ coef.T + intercept``,
+    of shape ``(n, k)``, raveled when ``k = 1``.
+    """
     coef = np.asarray(coef)
     if X.dtype not in (np.float64, np.float32):
         X = X.astype(np.float64)  # as validate_data converts
+    dtype = X.dtype
+    if coef.ndim == 2:
+        intercept = np.asarray(intercept)
+
+        def scores(chunk):
+            chunk = np.asarray(chunk)
+            out = np.asarray(chunk @ coef.T.astype(chunk.dtype, copy=False)) + intercept.astype(chunk.dtype)
+            return out.ravel() if out.shape[1] == 1 else out
+
+        if coef.shape[0] == 1:
+            return X.map_blocks(scores, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype=dtype))
+        return X.map_blocks(scores, chunks=(X.chunks[0], (coef.shape[0],)), dtype=dtype,
+                            meta=np.empty((0, 0), dtype=dtype))
 
     def block(chunk):
         chunk = np.asarray(chunk)
         return np.asarray(chunk @ coef.astype(chunk.dtype, copy=False)).ravel() + chunk.dtype.type(intercept)
 
-    dtype = X.dtype
     return X.map_blocks(block, drop_axis=1, dtype=dtype, meta=np.empty((0,), dtype=dtype))

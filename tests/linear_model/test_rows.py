@@ -76,6 +76,12 @@ def _fit(X, y, **params):
     return model, accountant
 
 
+def _classify(X, y, **params):
+    accountant = BudgetAccountant()
+    params = {"epsilon": 1.0, "random_state": 7, "classes": [0, 1], **params}
+    return DPInterpolatingClassifier(accountant=accountant, **params).fit(X, y), accountant
+
+
 @pytest.mark.parametrize("table, config", [
     ("gaussian", "public_clip_ridge"), ("mixed_float32", "public_clip_ridge"), ("gaussian", "absolute_loss"),
     ("mixed_float32", "private_clips_huber"), ("gaussian", "private_clips_huber")])
@@ -184,7 +190,8 @@ def test_unsupported_configurations_refuse_before_any_spend(client, params, matc
 def test_other_estimators_and_bad_values_refuse_before_any_spend(client):
     X, y, _ = _tables()["gaussian"]
     accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
-    with pytest.raises(ValueError, match="DPInterpolatingClassifier does not accept Dask input"):
+    # The classifier needs the public classes on Dask input (reading them from y would release them).
+    with pytest.raises(ValueError, match="pass classes="):
         DPInterpolatingClassifier(accountant=accountant).fit(da.from_array(X, chunks=1000),
                                                              da.from_array(y > 0, chunks=1000))
     # The zeroth-order regressor and the tuner refuse too, before computing any chunk (the tuner's input
@@ -263,7 +270,7 @@ def test_empty_and_one_row_chunks_fit_as_the_rows_do(client):
     assert len(accountant.events) == 0
 
 
-@pytest.mark.parametrize("config", ["private_clips_huber", "default_scaling"])
+@pytest.mark.parametrize("config", ["private_clips_huber", "default_scaling", "classifier"])
 def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch, config):
     # Only the quantile jitter's generator state (seeded from the fit's through SHA-256) may travel with
     # the tasks: the fit's own generator draws every noise of the fit, and its state would let anyone
@@ -292,8 +299,12 @@ def test_the_fits_generator_never_reaches_the_workers(client, monkeypatch, confi
 
             monkeypatch.setattr(_rows.ChunkedRows, name, spy)
     X, y, chunk = _tables()["gaussian"]
-    params = CONFIGS[config] if config in CONFIGS else dict(loss="huber", max_iter=12)
-    _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk), **params)
+    if config == "classifier":  # the default classifier: counts, scaling, solver, calibration, fit check
+        _classify(da.from_array(X, chunks=(chunk, 4)), da.from_array((y > 1.0).astype(int), chunks=chunk),
+                  max_iter=5)
+    else:
+        params = CONFIGS[config] if config in CONFIGS else dict(loss="huber", max_iter=12)
+        _fit(da.from_array(X, chunks=(chunk, 4)), da.from_array(y, chunks=chunk), **params)
 
     def states_in(value):
         if isinstance(value, dict) and "bit_generator" in value:
@@ -444,3 +455,147 @@ def test_chunk_functions_run_under_ieee_rules_whatever_the_workers_numpy_setting
     assert len(states) == len(UNEVEN)
     assert all(state == {"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}
                for state in states)
+
+
+# -- the classifier on Dask (DPInterpolatingClassifier's default path) ----------------------------
+def _labelled_table(n_classes, n=3000):
+    """The mixed table's columns with labels of a noisy linear model (class 2 of three is rarer)."""
+    X, _ = _mixed_table(n)
+    rng = np.random.default_rng(4)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    if n_classes == 2:
+        return X, (Z @ [1.0, 0.5, -1.0, 0.8] + rng.logistic(size=n) > 0.5).astype(int)
+    scores = Z @ np.array([[1.0, 0.5, -1.0, 0.8], [-1.0, 0.3, 1.0, 0.0], [0.0, -0.8, 0.0, -1.0]]).T
+    return X, np.argmax(scores + rng.gumbel(size=scores.shape) + [0.0, 0.0, -1.0], axis=1)
+
+
+# The calibration and the fit check read the scores X @ coef + intercept in the original units, where the
+# table's 1e6-offset column cancels six digits: the solver's coefficients, equal to 1e-15 relative (summation
+# order), give scores equal to about 1e-10 relative, and the released score scale and the calibrated model
+# follow (measured: at most 1.3e-10). On tables without such an offset the fits agree to 1e-14.
+CLASSIFIER_RTOL = 1e-9
+
+
+def assert_same_classifier(ours, theirs):
+    """The same model, calibration, fit check, standardisation and privacy event and charge."""
+    (model, ledger), (memory, memory_ledger) = ours, theirs
+    np.testing.assert_allclose(model.coef_, memory.coef_, rtol=CLASSIFIER_RTOL, atol=1e-300)
+    np.testing.assert_allclose(model.intercept_, memory.intercept_, rtol=CLASSIFIER_RTOL, atol=1e-300)
+    np.testing.assert_allclose(model.class_prior_, memory.class_prior_, rtol=RTOL)
+    for attribute in ("calibration_", "fit_check_"):
+        ours_, theirs_ = getattr(model, attribute), getattr(memory, attribute)
+        assert ours_.keys() == theirs_.keys()
+        for key, value in theirs_.items():
+            assert ours_[key] == pytest.approx(value, rel=CLASSIFIER_RTOL, abs=1e-300)
+    assert model.scaling_["mode"] == memory.scaling_["mode"]
+    assert_same_event(model.privacy_event_, memory.privacy_event_)
+    assert len(ledger.events) == len(memory_ledger.events) == 1
+    assert_same_event(ledger.events, memory_ledger.events)
+    assert ledger.spent.epsilon == pytest.approx(memory_ledger.spent.epsilon, rel=RTOL)
+    assert ledger.spent.delta == memory_ledger.spent.delta
+    np.testing.assert_array_equal(model.classes_, memory.classes_)
+
+
+def test_the_default_binary_classifier_on_dask_is_the_in_memory_fit(client, monkeypatch):
+    # Every default (logistic loss, clipped descent, scaling="auto" -> "columns"), class_weight="balanced":
+    # class counts, the standardisation, the row mean, the curvature, T steps, the score scale, the
+    # Platt histogram and the fit check, each from per-chunk sums; every noise drawn on the driver.
+    X, y = _labelled_table(2)
+    params = dict(class_weight="balanced", max_iter=10)
+    with record_releases() as memory_log:
+        memory = _classify(X, y, **params)
+    passes = []
+    original = _rows.ChunkedRows.map
+    monkeypatch.setattr(_rows.ChunkedRows, "map",
+                        lambda self, *a, **k: passes.append(1) or original(self, *a, **k))
+    with record_releases() as dask_log:
+        ours = _classify(*_dask(X, y), **params)
+    assert memory[0].scaling_["mode"] == "columns" and memory[0].calibration_["bins"] > 0
+    assert not memory[0].fit_check_["fallback"]
+    assert_same_classifier(ours, memory)
+    assert len(dask_log) == len(memory_log)
+    for mine, theirs in zip(dask_log, memory_log):
+        assert mine.mechanism == theirs.mechanism
+        assert_same_event(mine.event, theirs.event)
+        np.testing.assert_allclose(mine.value, theirs.value, rtol=1e-9, atol=1e-12)
+    # The passes docs/dask.rst counts: the class counts, 2 per quantile (4 column quantiles and the two
+    # row-norm medians; the score scale), the magnitude check, the Gram matrix, the row mean, the
+    # curvature, T steps, the histogram and the fit check.
+    assert len(passes) == 1 + 2 * 6 + 1 + 1 + 1 + 1 + 10 + 2 + 1 + 1
+    # Predictions on Dask input are lazy dask arrays, equal to the model's in-memory predictions.
+    poisoned = da.from_array(X, chunks=(1000, 4)).map_blocks(_never_computed, dtype=X.dtype,
+                                                             meta=np.empty((0, 0), dtype=X.dtype))
+    model = ours[0]
+    for method in ("predict", "predict_proba", "predict_log_proba", "decision_function"):
+        lazy = getattr(model, method)(poisoned)  # builds the graph only: no chunk is computed
+        assert isinstance(lazy, da.Array)
+        np.testing.assert_allclose(getattr(model, method)(da.from_array(X, chunks=(1000, 4))).compute(),
+                                   getattr(model, method)(X), rtol=1e-12, atol=1e-12)
+    assert model.predict_proba(poisoned).shape == (X.shape[0], 2)
+    assert np.mean(model.predict(X) == memory[0].predict(X)) > 0.999
+
+
+def test_a_three_class_classifier_on_a_dask_dataframe_is_the_in_memory_fit(client):
+    # The softmax loss, the temperature bisection (one pass per step), labels of a dataframe column, and
+    # a class absent from the data among the public classes (its released count is floored).
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe is not installed")
+    pd = pytest.importorskip("pandas")
+    X, y = _labelled_table(3)
+    labels = np.array([10, 20, 30])[y]
+    frame = pd.DataFrame(X, columns=["binary", "heavy", "offset", "normal"])
+    params = dict(classes=[10, 20, 30, 40], max_iter=8)
+    memory = _classify(frame, labels, **params)
+    divisions = (0, 1, 3, 1000, 2500, 2999)
+    ddf = dd.from_pandas(frame, npartitions=1).repartition(divisions=divisions)
+    target = dd.from_pandas(pd.Series(labels), npartitions=1).repartition(divisions=divisions)
+    ours = _classify(ddf, target, **params)
+    assert memory[0].coef_.shape == (4, 4) and memory[0].calibration_["bins"] == 0
+    assert_same_classifier(ours, memory)
+    proba = ours[0].predict_proba(ddf)
+    assert isinstance(proba, da.Array)
+    # The same model on the same rows; a one-row chunk's product differs from the whole table's in the last
+    # digits, which the 1e6-offset column scales up to ~1e-10 relative.
+    np.testing.assert_allclose(proba.compute(), ours[0].predict_proba(frame), rtol=1e-9, atol=1e-12)
+
+
+def test_chunks_of_one_class_and_one_row_fit_as_in_memory(client):
+    # Every chunk holds one class only (sorted labels), a chunk holds one row, partitions are empty.
+    X, y = _labelled_table(2)
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    chunks = (1, 0, int(np.sum(y == 0)) - 1, int(np.sum(y == 1)), 0)
+    params = dict(class_weight={0: 1.0, 1: 2.0}, max_iter=6)
+    assert_same_classifier(_classify(*_dask(X, y, chunks), **params), _classify(X, y, **params))
+
+
+@pytest.mark.filterwarnings("ignore::skdp.accounting.PrivacyLeakWarning")  # epsilon = inf says it is not private
+@pytest.mark.parametrize("params, match", [
+    (dict(classes=None), "pass classes="),
+    (dict(algorithm="epoch_growth"), "algorithm='epoch_growth'"),
+    (dict(algorithm="interpolation", loss="squared_hinge"), "algorithm='interpolation'"),
+    (dict(bounds=(-10.0, 10.0)), "Declared bounds"),
+    (dict(delta=0.0), "delta > 0"),
+    (dict(epsilon=np.inf), "finite epsilon"),
+])
+def test_unsupported_classifier_configurations_refuse_before_any_spend(client, params, match):
+    X, y = _labelled_table(2)
+    accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    model = DPInterpolatingClassifier(**{"random_state": 0, "accountant": accountant, "classes": [0, 1], **params})
+    poisoned = da.from_array(X, chunks=(1000, 4)).map_blocks(_never_computed, dtype=X.dtype,
+                                                             meta=np.empty((0, 0), dtype=X.dtype))
+    with pytest.raises(ValueError, match=match) as info:
+        model.fit(poisoned, da.from_array(y, chunks=1000))
+    assert "Nothing was spent" in str(info.value)
+    assert "DPInterpolatingClassifier with algorithm='auto'" in str(info.value) or params.get("classes", 1) is None
+    assert accountant.events == ()
+    assert not hasattr(model, "coef_")
+
+
+def test_labels_outside_the_public_classes_refuse_before_any_spend(client):
+    X, y = _labelled_table(2)
+    y = y.copy()
+    y[2900] = 7
+    accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="not in classes"):
+        DPInterpolatingClassifier(classes=[0, 1], accountant=accountant).fit(*_dask(X, y))
+    assert accountant.events == ()

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 
-from ...mechanisms import clipped_sum
 from ._noise import release_vector
 
 __all__ = ["release_row_mean", "centred_problem", "uncentred_coef"]
@@ -49,7 +48,7 @@ def release_row_mean(problem, budget, rng):
     bound = float(problem.row_bound)
     if not math.isfinite(bound):
         raise ValueError("A private row mean needs a finite row bound.")
-    total = clipped_sum(problem.X[:, : p - 1], bound)
+    total = problem.clipped_feature_sum(bound)  # in memory, or one partial sum per chunk of rows
     noisy, event = release_vector(total, 2.0 * bound, budget, rng)
     kind, level = budget
     scale = 2.0 * bound / level
@@ -67,9 +66,8 @@ def centred_problem(problem, mean):
     floored at a tenth of the feature part's square: it sets the clip and step, so it
     only changes accuracy.
     """
-    X = problem.X.copy()
-    X[:, :-1] -= mean
-    intercept_value = float(problem.X[0, -1]) if problem.X.shape[0] else 1.0
+    X = problem.centred_rows(mean)
+    intercept_value = problem.intercept_value
     features_sq = max(problem.row_scale**2 - intercept_value**2, 0.0)
     centred_sq = max(features_sq - float(mean @ mean), 0.1 * features_sq)
     row_scale = math.sqrt(centred_sq + intercept_value**2)
@@ -79,6 +77,6 @@ def centred_problem(problem, mean):
 def uncentred_coef(coef, mean, problem):
     """Coefficients for the original rows: ``W m`` moves into the intercept (post-processing)."""
     coef = np.array(coef, dtype=float, copy=True)
-    intercept_value = float(problem.X[0, -1])
+    intercept_value = problem.intercept_value
     coef[:, -1] -= (coef[:, :-1] @ mean) / intercept_value
     return coef

@@ -38,18 +38,15 @@ def release_curvature(problem, budget, rng):
     rows' terms are weighted and the sensitivity is ``max_weight`` times that.
     """
     n = problem.n_samples
-    norms = problem.row_norms()
     bound = float(problem.row_bound)
     kind, level = budget
     if math.isinf(level):
         return float(top_eigenvalue(problem.X)), solver_event(budget), 0.0
     if not math.isfinite(bound):
         raise ValueError("A private curvature release needs a finite row bound.")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        weights = np.where(norms > bound, (bound / norms) ** 2, 1.0)
-    if getattr(problem, "weights", None) is not None:
-        weights = weights * problem.weights
-    value = float(top_eigenvalue(problem.X, weights))
+    # The rows' weights (their clip factors squared, times their class weights): an array, or for rows
+    # held in chunks a description the design forms them from on every chunk.
+    value = float(top_eigenvalue(problem.X, problem.curvature_weights(bound)))
     sensitivity = getattr(problem, "max_weight", 1.0) * bound**2 / n
     if kind == "gaussian":
         noisy, event = gaussian_mechanism(value, sensitivity, sensitivity / level, random_state=rng)

@@ -35,10 +35,10 @@ import numpy as np
 from scipy import special
 
 from ...losses import LogisticLoss
-from ...mechanisms import row_norms
+from ...mechanisms import clipped_sum, row_norms
 
 __all__ = ["ClassificationProblem", "OneVsRestOutputs", "JointSquaredOutputs", "SoftmaxOutputs",
-           "LOGISTIC_CLIP_SCALE"]
+           "LOGISTIC_CLIP_SCALE", "clipped_gradient_rows", "curvature_row_weights", "clipped_feature_sum_rows"]
 
 # Clip of clipped descent for the binary (and one-vs-rest) logistic loss, as a multiple of the hinge
 # losses' clip (see OneVsRestOutputs.gradient_scale).
@@ -244,15 +244,58 @@ class ClassificationProblem:
         Its sensitivity is ``2 clip max_weight``: a replaced row's clipped,
         weighted gradient has norm at most ``clip max_weight`` on both datasets.
         """
-        Z = self.X @ W.T
-        _, G = self.outputs.value_and_gradient(Z, self.labels)
-        # A row whose gradient is not finite (overflowing scores) contributes nothing: a
-        # per-row map, so every row's contribution still has norm at most `clip`.
-        G = np.where(np.isfinite(G).all(axis=1)[:, None], G, 0.0)
-        norms = np.linalg.norm(G, axis=1) * self.row_norms()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            factor = np.where(norms > clip, clip / norms, 1.0)
-        factor = np.where(np.isfinite(factor), factor, 0.0)
-        if self.weights is not None:
-            factor = factor * self.weights
-        return (G * factor[:, None]).T @ self.X
+        return clipped_gradient_rows(self.X, self.labels, self.outputs, W, clip, self.row_norms(), self.weights)
+
+    def curvature_weights(self, bound):
+        """Row weights of the curvature's Gram matrix: squared factors clipping rows to ``bound``, times the weights."""
+        return curvature_row_weights(self.row_norms(), bound, self.weights)
+
+    def clipped_feature_sum(self, bound):
+        """Sum of the feature parts of the rows (the intercept column excluded), each clipped to norm ``bound``."""
+        return clipped_feature_sum_rows(self.X, bound)
+
+    @property
+    def intercept_value(self):
+        """The value of the intercept column (the last; 1 for a problem without rows)."""
+        return float(self.X[0, -1]) if self.X.shape[0] else 1.0
+
+    def centred_rows(self, mean):
+        """The rows with ``mean`` subtracted from their feature parts (a new array)."""
+        X = self.X.copy()
+        X[:, :-1] -= mean
+        return X
+
+
+# -- the per-row sums of the solvers, one function for rows in memory and for one chunk of rows ---------
+def clipped_gradient_rows(X, labels, outputs, W, clip, norms, weights=None):
+    """``sum_i weights_i clip(g_i)`` over the rows ``X`` (solver units) with their ``labels`` and row ``norms``.
+
+    ``g_i`` is the row's gradient of the output loss in ``W``, clipped to
+    Frobenius norm ``clip``. A row whose gradient is not finite (overflowing
+    scores) contributes nothing: a per-row map, so every row's contribution
+    still has norm at most ``clip`` (times its weight).
+    """
+    Z = X @ W.T
+    _, G = outputs.value_and_gradient(Z, labels)
+    G = np.where(np.isfinite(G).all(axis=1)[:, None], G, 0.0)
+    norms = np.linalg.norm(G, axis=1) * norms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(norms > clip, clip / norms, 1.0)
+    factor = np.where(np.isfinite(factor), factor, 0.0)
+    if weights is not None:
+        factor = factor * weights
+    return (G * factor[:, None]).T @ X
+
+
+def curvature_row_weights(norms, bound, weights=None):
+    """``min(1, bound / norm)^2`` per row (the squared factor clipping the row to ``bound``), times ``weights``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factors = np.where(norms > bound, (bound / norms) ** 2, 1.0)
+    if weights is not None:
+        factors = factors * weights
+    return factors
+
+
+def clipped_feature_sum_rows(X, bound):
+    """Sum of the rows' feature parts (every column but the last), each clipped to L2 norm ``bound``."""
+    return clipped_sum(X[:, : X.shape[1] - 1], bound)
