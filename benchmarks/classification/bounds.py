@@ -31,23 +31,13 @@ sys.path.insert(0, str(HERE.parents[1] / "tests"))
 import real_tables  # noqa: E402
 
 from skdp import BudgetAccountant, DPInterpolatingClassifier  # noqa: E402
-from skdp.accounting import ExponentialMechanismRelease, Repeated, Sequential  # noqa: E402
+from skdp.accounting import ExponentialMechanismRelease  # noqa: E402
 
 RESULTS = HERE / "results"
 OUT = RESULTS / "bounds_raw.csv"
 FIELDS = ["table", "seed", "method", "auc", "accuracy", "quantiles", "eps_spent", "fit_time", "error"]
 TABLES = ["rare_binary", "counts", "lognormal", "offsets", "mixed_scales", "onehot50", "sparse_onehot"]
 N, RATE, EPSILON = 8000, 0.15, 1.0
-
-
-def _quantiles(event):
-    if isinstance(event, ExponentialMechanismRelease):
-        return 1
-    if isinstance(event, Repeated):
-        return event.count * _quantiles(event.event)
-    if isinstance(event, Sequential):
-        return sum(_quantiles(e) for e in event.events)
-    return 0
 
 
 def _fit(table, name, method, seed):
@@ -64,7 +54,7 @@ def _fit(table, name, method, seed):
     row = dict(fit_time=time.perf_counter() - t0, auc=roc_auc_score(y_test, model.decision_function(table["X_test"])),
                accuracy=float(np.mean(model.predict(table["X_test"]) == y_test)))
     if method != "lr":
-        row.update(eps_spent=model.privacy_spent_.epsilon, quantiles=_quantiles(model.privacy_event_))
+        row.update(eps_spent=model.privacy_spent_.epsilon, quantiles=model.privacy_event_.releases(ExponentialMechanismRelease))
     return row
 
 

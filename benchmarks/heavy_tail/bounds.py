@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE.parents[1] / "tests"))
 import real_tables  # noqa: E402
 
 from skdp import BudgetAccountant, DPHeavyTailRegressor  # noqa: E402
-from skdp.accounting import ExponentialMechanismRelease, Repeated, Sequential  # noqa: E402
+from skdp.accounting import ExponentialMechanismRelease  # noqa: E402
 
 RESULTS = HERE / "results"
 OUT = RESULTS / "bounds_raw.csv"
@@ -39,16 +39,6 @@ DOCS = HERE.parents[1] / "docs" / "bounds_results.inc"
 FIELDS = ["table", "n", "seed", "method", "r2", "mse", "quantiles", "eps_spent", "fit_time", "error"]
 SIZES = [10000, 20000]
 EPSILON, DELTA = 1.0, 1e-5
-
-
-def _quantiles(event):
-    if isinstance(event, ExponentialMechanismRelease):
-        return 1
-    if isinstance(event, Repeated):
-        return event.count * _quantiles(event.event)
-    if isinstance(event, Sequential):
-        return sum(_quantiles(e) for e in event.events)
-    return 0
 
 
 def _fit(table, name, method, seed):
@@ -70,7 +60,7 @@ def _fit(table, name, method, seed):
                mse=real_tables.holdout_mse(data, pred))
     if method != "ridge":
         dp = model.steps[-1][1] if hasattr(model, "steps") else model
-        row.update(eps_spent=dp.privacy_spent_.epsilon, quantiles=_quantiles(dp.privacy_event_))
+        row.update(eps_spent=dp.privacy_spent_.epsilon, quantiles=dp.privacy_event_.releases(ExponentialMechanismRelease))
     return row
 
 

@@ -97,6 +97,28 @@ class PrivacyEvent:
         except TypeError:  # an event with an unhashable field: computed every time
             return compose_epsilon(self._items(), delta)
 
+    def releases(self, kind):
+        """How many releases of the mechanism class ``kind`` this event holds.
+
+        Repetitions multiply, sequential and parallel parts add up; an event
+        wrapping another (a subsampled release) counts the one it wraps.
+
+        Examples
+        --------
+        >>> from skdp.accounting import ExponentialMechanismRelease, GaussianRelease, Repeated, Sequential
+        >>> fit = Sequential([Repeated(ExponentialMechanismRelease(0.1), 4), GaussianRelease(1.0, 3.0)])
+        >>> fit.releases(ExponentialMechanismRelease), fit.releases(GaussianRelease)
+        (4, 1)
+        """
+        if isinstance(self, kind):
+            return 1
+        if isinstance(self, Repeated):
+            return self.count * self.event.releases(kind)
+        if isinstance(self, (Sequential, Parallel)):
+            return sum(event.releases(kind) for event in self.events)
+        inner = getattr(self, "event", None)
+        return inner.releases(kind) if isinstance(inner, PrivacyEvent) else 0
+
     def delta(self, epsilon):
         """Smallest certified delta at ``epsilon``.
 

@@ -222,17 +222,8 @@ def test_budget_shares_sum_to_one():
 
 
 def test_the_plan_line_counts_the_quantiles_of_a_fit_with_declared_bounds(capsys):
-    from skdp.accounting import ExponentialMechanismRelease, Repeated, Sequential
+    from skdp.accounting import ExponentialMechanismRelease, Sequential
     from skdp.preprocessing import FeatureBounds
-
-    def quantiles(event):
-        if isinstance(event, ExponentialMechanismRelease):
-            return 1
-        if isinstance(event, Repeated):
-            return event.count * quantiles(event.event)
-        if isinstance(event, Sequential):
-            return sum(quantiles(e) for e in event.events)
-        return 0
 
     rng = np.random.default_rng(3)
     X = np.eye(5)[rng.integers(0, 5, 1500)]
@@ -241,5 +232,5 @@ def test_the_plan_line_counts_the_quantiles_of_a_fit_with_declared_bounds(capsys
                                  bounds=FeatureBounds(np.zeros(5), np.ones(5), blocks=[range(5)])).fit(X, y)
     line = next(line for line in capsys.readouterr().out.splitlines() if "plan:" in line)
     # The standardiser's quantiles (y's four and one row-norm median); the solver's clips are not counted here.
-    scaling = quantiles(Sequential(model.privacy_event_.events[:1]))
+    scaling = Sequential(model.privacy_event_.events[:1]).releases(ExponentialMechanismRelease)
     assert f"({scaling} private quantiles" in line and scaling == 5
