@@ -50,7 +50,7 @@ two classes, ``T + 28`` for more (``T`` = ``max_iter``, 30 by default: 51 and
 58), besides the finite-values-and-labels check before the reservation: 1 for
 the class counts; 14 for the standardisation (its "columns" mode: 2 per
 private quantile, 4 for the columns, all at once, and the 2 row-norm medians;
-the magnitude check; the Gram matrix; the labels are not standardised); 1 for
+the magnitude check, when the plan runs it; the Gram matrix; the labels are not standardised); 1 for
 the row mean (unless the scaling mode centres every column); 1 for the
 curvature; ``T`` steps; 2 for the score scale; 1 for the histogram (8
 bisection steps with more classes); 1 for the fit check. From ``n d = 4e5``

@@ -260,11 +260,16 @@ class ChunkedRows:
         if not finite_y:
             raise ValueError("Input y contains NaN or infinity. Nothing was spent.")
 
-    def map(self, func, *args, offsets=False):
-        """``[func(X_c, y_c, *args) for every chunk c]`` in chunk order: one pass, one Dask computation.
+    def map(self, func, *args, offsets=False, add=False):
+        """``[func(X_c, y_c, *args) for every chunk c]`` in chunk order: one pass.
 
         With ``offsets``, ``func(X_c, y_c, r0, *args)`` also gets the index of the
         chunk's first row. Results should be small (sums, counts, a few values).
+        With ``add``, the results (ndarrays of one shape) are added on the driver
+        in chunk order instead (a fixed order: the result does not depend on the
+        scheduler), :data:`SUM_BATCH` chunks per Dask computation, so the driver
+        holds at most that many partial results at once (a pass of 4096-bin
+        counts over thousands of partitions would otherwise hold gigabytes).
         """
         import dask
         from dask import delayed
@@ -272,18 +277,20 @@ class ChunkedRows:
         xs = self.X.to_delayed().ravel()
         ys = self.y.to_delayed().ravel()
         starts = np.concatenate([[0], np.cumsum(self.X.chunks[0])[:-1]]).astype(int)
-        tasks = [delayed(_quietly)(func, xc, yc, *((int(r0),) if offsets else ()), *args)
+        run = _quietly if self.classes is None else _known_labels
+        tasks = [delayed(run)(func, xc, yc, *((int(r0),) if offsets else ()), *args)
                  for xc, yc, r0 in zip(xs, ys, starts)]
-        return list(dask.compute(*tasks))
+        if not add:
+            return list(dask.compute(*tasks))
+        total = None
+        for first in range(0, len(tasks), SUM_BATCH):
+            for part in dask.compute(*tasks[first:first + SUM_BATCH]):
+                total = np.array(part, dtype=float, copy=True) if total is None else total + part
+        return total
 
     def sum(self, func, *args, offsets=False):
-        """``sum_c func(X_c, y_c, *args)`` over the row chunks: one pass, one Dask computation.
-
-        ``func`` returns an ndarray of a fixed shape; the partial sums are added
-        on the driver in chunk order (a fixed order: the result does not depend
-        on the scheduler). ``offsets`` as in :meth:`map`.
-        """
-        return _added(self.map(func, *args, offsets=offsets))
+        """``sum_c func(X_c, y_c, *args)`` over the row chunks: one pass (:meth:`map` with ``add``)."""
+        return self.map(func, *args, offsets=offsets, add=True)
 
     def values(self, func, *args):
         """The per-record values ``func(X_c, y_c, *args)`` (one column), for the private quantiles."""
@@ -361,11 +368,20 @@ def _quietly(func, *args):
         return func(*args)
 
 
-def _added(parts):
-    total = np.array(parts[0], dtype=float, copy=True)
-    for part in parts[1:]:
-        total += part
-    return total
+def _known_labels(func, X, y, *args):
+    """:func:`_quietly` with every label outside the public classes read as the first class (a per-record map).
+
+    The pass that checks the values before the reservation refuses labels
+    outside ``classes``; a source that yields other labels in a later pass (a
+    table changed between passes, unseeded randomness in the graph) must not
+    make a release raise after it, nor leave a chunk without rows. Mapping such
+    a label to a public class is a per-record map: every release keeps its
+    sensitivity.
+    """
+    labels = np.asarray(y)
+    if labels.size and labels.min() < 0:
+        labels = np.where(labels < 0, 0, labels)
+    return _quietly(func, X, labels, *args)
 
 
 def _chunk_maximum(X, y, func, args):
@@ -444,7 +460,7 @@ class ChunkedValues:
         self.one_column = self.n_columns == 1
 
     def sum(self, func, *args):
-        return _added(self.gather(func, *args))
+        return self.rows.sum(_values_then, self.func, self.args, self.offsets, func, args, offsets=True)
 
     def gather(self, func, *args):
         return self.rows.map(_values_then, self.func, self.args, self.offsets, func, args, offsets=True)
@@ -614,6 +630,9 @@ def check_chunked_plan(estimator, plan, n_samples, n_features):
             f"{_smallest_quantile_epsilon(plan):.3g} makes that window the whole column. Fit fewer rows (a sample), "
             f"or scaling='none' with public clip thresholds (no quantile). Nothing was spent.")
 
+
+# Chunks per Dask computation of a sum (their partial results are held on the driver together).
+SUM_BATCH = 256
 
 # Values (with their counts) the chunked quantiles may bring to the driver in one pass: 2^26 pairs, about
 # 1 GiB. The quantile sampler gathers the values near its target exactly (docs/dask.rst); at the default

@@ -51,20 +51,22 @@ _MAX_REFINE = 8
 def gathered_per_column(n_rows, epsilon):
     """How many values a quantile at ``epsilon`` gathers per column, at most (public: ``n`` and ``epsilon``).
 
-    The ranks within ``80 / epsilon`` of the target, plus the nearest value on
-    each side (the window of :func:`chunked_quantile_columns`); all ``n`` when
-    the window covers every rank, as it does for ``epsilon`` near ``120 / n``,
-    the default scaling's quantile budget.
+    The values of the bins that hold the ranks within ``80 / epsilon`` of the
+    target, plus the nearest value on each side (the window of
+    :func:`chunked_quantile_columns`): the bins are split until they hold at
+    most ``2^20`` values, so up to that many even for a narrow window, and all
+    ``n`` when the window covers every rank, as it does for ``epsilon`` near
+    ``120 / n``, the default scaling's quantile budget.
 
     Examples
     --------
-    >>> gathered_per_column(1_000_000, 0.5), gathered_per_column(1_000_000, 120 / 1_000_000)
-    (325, 1000000)
+    >>> gathered_per_column(20_000_000, 0.5), gathered_per_column(20_000_000, 120 / 20_000_000)
+    (1048578, 20000000)
     """
     if math.isinf(epsilon):
         return 2
     half = math.ceil(2.0 * _WINDOW_NATS / epsilon) + 1
-    return int(min(n_rows, 2 * half + 3))
+    return int(min(n_rows, max(2 * half + 1, _MAX_DISTINCT) + 2))
 
 
 def chunk_uniforms(state, offset, low, high, shape):
