@@ -251,7 +251,13 @@ class ChunkedRows:
         import dask.array as da
 
         valid_y = da.isfinite(self.y).all() if self.classes is None else (self.y >= 0).all()
-        finite_x, finite_y = dask.compute(da.isfinite(self.X).all(), valid_y)
+        try:
+            finite_x, finite_y = dask.compute(da.isfinite(self.X).all(), valid_y)
+        except TypeError as error:  # labels that cannot be compared with the classes (None among strings)
+            if self.classes is None:
+                raise
+            raise ValueError(f"y holds labels that cannot be compared with classes {self.classes.tolist()} "
+                             f"({error}); every label must be one of them. Nothing was spent.") from None
         if not finite_x:
             raise ValueError("Input X contains NaN or infinity. Nothing was spent.")
         if not finite_y and self.classes is not None:

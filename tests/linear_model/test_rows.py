@@ -599,6 +599,12 @@ def test_labels_outside_the_public_classes_refuse_before_any_spend(client):
     accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
     with pytest.raises(ValueError, match="not in classes"):
         DPInterpolatingClassifier(classes=[0, 1], accountant=accountant).fit(*_dask(X, y))
+    names = np.array(["a", "b"], dtype=object)[np.clip(y, 0, 1)]
+    names[5] = None  # not comparable with the classes' strings
+    with pytest.raises(ValueError, match="cannot be compared with classes") as info:
+        DPInterpolatingClassifier(classes=["a", "b"], accountant=accountant).fit(
+            da.from_array(X, chunks=(1000, X.shape[1])), da.from_array(names, chunks=1000))
+    assert "Nothing was spent" in str(info.value)
     assert accountant.events == ()
 
 
