@@ -92,6 +92,22 @@ def same_events(first, second, rtol=1e-12):
         x == y if not isinstance(x, float) else math.isclose(x, y, rel_tol=rtol) for x, y in zip(a, b))
 
 
+def fit_both(make, X, y, Xd, yd):
+    """``make(accountant)`` fitted in memory and on the dask arrays, each on a fresh ledger, timed.
+
+    Returns ``(in_memory, memory_ledger, memory_s, on_dask, dask_ledger, dask_s)``.
+    """
+    from skdp import BudgetAccountant
+
+    out = []
+    for rows, labels in ((X, y), (Xd, yd)):
+        ledger = BudgetAccountant()
+        start = time.perf_counter()
+        model = make(ledger).fit(rows, labels)
+        out += [model, ledger, time.perf_counter() - start]
+    return tuple(out)
+
+
 def passes(n, steps):
     """The public pass count of a default fit (docs/dask.rst)."""
     return steps + (29 if n * D < 400_000 else 37)
@@ -100,7 +116,7 @@ def passes(n, steps):
 def run_size(n, workers, client):
     from dask_ml.linear_model import LinearRegression
 
-    from skdp import BudgetAccountant, DPHeavyTailRegressor
+    from skdp import DPHeavyTailRegressor
 
     X, y = table(n, 0)
     X_test, y_test = table(100_000, 1)
@@ -109,15 +125,8 @@ def run_size(n, workers, client):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        memory_ledger = BudgetAccountant()
-        in_memory = DPHeavyTailRegressor(epsilon=1.0, random_state=0, accountant=memory_ledger).fit(X, y)
-        memory_s = time.perf_counter() - start
-
-        start = time.perf_counter()
-        dask_ledger = BudgetAccountant()
-        on_dask = DPHeavyTailRegressor(epsilon=1.0, random_state=0, accountant=dask_ledger).fit(Xd, yd)
-        dask_s = time.perf_counter() - start
+        in_memory, memory_ledger, memory_s, on_dask, dask_ledger, dask_s = fit_both(
+            lambda ledger: DPHeavyTailRegressor(epsilon=1.0, random_state=0, accountant=ledger), X, y, Xd, yd)
 
         start = time.perf_counter()
         baseline = LinearRegression().fit(Xd, yd)
@@ -157,7 +166,7 @@ def run_classifier(n, workers, client):
     from dask_ml.linear_model import LogisticRegression
     from sklearn.metrics import log_loss
 
-    from skdp import BudgetAccountant, DPInterpolatingClassifier
+    from skdp import DPInterpolatingClassifier
 
     X, target = table(n, 0)
     X_test, target_test = table(100_000, 1)
@@ -168,17 +177,9 @@ def run_classifier(n, workers, client):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        memory_ledger = BudgetAccountant()
-        in_memory = DPInterpolatingClassifier(epsilon=1.0, classes=[0, 1], random_state=0,
-                                              accountant=memory_ledger).fit(X, y)
-        memory_s = time.perf_counter() - start
-
-        start = time.perf_counter()
-        dask_ledger = BudgetAccountant()
-        on_dask = DPInterpolatingClassifier(epsilon=1.0, classes=[0, 1], random_state=0,
-                                            accountant=dask_ledger).fit(Xd, yd)
-        dask_s = time.perf_counter() - start
+        in_memory, memory_ledger, memory_s, on_dask, dask_ledger, dask_s = fit_both(
+            lambda ledger: DPInterpolatingClassifier(epsilon=1.0, classes=[0, 1], random_state=0, accountant=ledger),
+            X, y, Xd, yd)
 
         start = time.perf_counter()
         baseline = LogisticRegression().fit(Xd, yd)
