@@ -70,9 +70,9 @@ def run_cell(problem, n, seed):
         if best is None or better(kind, row["score"], best["score"]):
             best = row
     rows.append(dict(best, method="oracle"))
-    add("path", DPRegularizationTuner(private_estimator(kind), method="path", epsilon=EPSILON),
-        lambda m: m.alpha_)
-    add("auto", DPRegularizationTuner(private_estimator(kind), epsilon=EPSILON), lambda m: m.alpha_)
+    strength = lambda m: getattr(m, "path_strength_", m.alpha_)  # noqa: E731
+    add("path", DPRegularizationTuner(private_estimator(kind), method="path", epsilon=EPSILON), strength)
+    add("auto", DPRegularizationTuner(private_estimator(kind), epsilon=EPSILON), strength)
     return rows
 
 
@@ -110,10 +110,10 @@ def summarize(raw_path):
              "test MSE for `lasso` (lower is better), test R^2 otherwise. `gap`: median over seeds of the "
              "oracle's advantage over the default (positive: the oracle is better); `path gain`: median over "
              "seeds of the path's advantage over the default; `closed`: path gain / gap (medians); `wins`: "
-             "seeds where the path beats the default. `path alphas`: the strengths it chose (0: kept the "
-             "fitted model).", "",
+             "seeds where the path beats the default. `path strengths`: the strengths it chose, in released "
+             "standardised units (0: kept the fitted model).", "",
              "| problem | n | seeds | default | oracle | path | auto | gap | path gain | closed | wins | "
-             "path alphas |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "path strengths |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (problem, n), cell in raw.groupby(["problem", "n"], sort=False):
         wide = cell.pivot(index="seed", columns="method", values="score")
         sign = -1.0 if KIND[problem] == "lasso" else 1.0

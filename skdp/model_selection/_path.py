@@ -5,19 +5,19 @@ the estimator (at its own ``alpha``) and derives every candidate from the
 released model, so tuning does not divide the budget among candidate fits:
 
 1. **Candidates (post-processing).** In the standardised feature units of the
-   fit's released scaling (coefficients times the released feature scales: the
-   units of ``ElasticNet`` after ``StandardScaler``, with the target in its own
-   units), candidate ``k`` is the proximal map of the estimator's elastic-net
-   penalty at strength ``lambda_k`` applied to the released coefficients ``w``::
+   fit's released scaling (coefficients times the released feature scales, a
+   robust private scale per column, with the target in its own units),
+   candidate ``k`` is the proximal map of the estimator's elastic-net penalty
+   at strength ``lambda_k`` applied to the released coefficients ``w``::
 
        w_k = soft_threshold(w, lambda_k * l1_ratio) / (1 + lambda_k * (1 - l1_ratio))
 
    Its intercept keeps the prediction at the released feature centres, so only
-   the slopes move. For an orthonormal standardised design this is exactly the
-   ``ElasticNet`` solution at ``alpha + lambda_k`` when ``l1_ratio = 1``
-   (soft thresholds add up), and its ridge analogue otherwise. The strengths
-   are the user's grid, or (a fixed number of them, so their count is public)
-   a geometric path below the strength that zeroes every coefficient, as
+   the slopes move. For a Lasso fit at ``alpha = 0`` of a design that is
+   orthonormal in these units, the candidate is the Lasso at ``lambda_k`` (in
+   these units, not ``alpha``'s: the strengths are reported apart). The
+   strengths, a fixed number of them so that their count is public, form a
+   geometric path below the strength that zeroes every coefficient, as
    ``LassoCV`` starts from its ``alpha_max`` (read from the released
    coefficients: post-processing).
 2. **Choice (one exponential-mechanism draw).** Row ``i``'s score of
@@ -57,7 +57,7 @@ import math
 
 import numpy as np
 
-from ..accounting import ExponentialMechanismRelease
+from ..mechanisms import exponential_mechanism
 
 __all__ = ["KEEP_MARGIN", "PATH_MIN_EPSILON_ROWS", "PATH_SIZE", "SCORE_CLIP", "SCORE_SHARE", "ProximalPath", "choose", "score_changes", "score_sensitivity"]
 
@@ -197,8 +197,11 @@ def choose(changes, epsilon, rng, clip=SCORE_CLIP, margin=KEEP_MARGIN):
     event : ExponentialMechanismRelease
     """
     gains = -np.sum(np.clip(changes, -clip, clip), axis=0)
-    if math.isinf(epsilon):
-        return int(np.argmax(np.r_[0.0, gains])) - 1, ExponentialMechanismRelease(epsilon)
+    sensitivity = score_sensitivity(clip)
+    # The fitted model's utility is public (sensitivity 0): margin Gumbel scales, 2 sensitivity / epsilon.
+    head_start = 0.0 if math.isinf(epsilon) else margin * 2.0 * sensitivity / epsilon
+    index, event = exponential_mechanism(np.r_[head_start, gains], sensitivity, epsilon, rng)
+    return index - 1, event
     # Gumbel-max sampling of exp(epsilon * u / (2 * sensitivity)); the fitted model's utility is public.
     gumbel_scale = 2.0 * score_sensitivity(clip) / epsilon
     logits = np.r_[margin, gains / gumbel_scale]

@@ -116,23 +116,24 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
       with the whole budget at its own ``alpha`` (for ``estimator=None``:
       ``DPHeavyTailRegressor()``, the library's default solver with its
       privacy-driven shrinkage); ``alpha_`` is that ``alpha``.
-    - ``"path"`` (``DPHeavyTailRegressor`` with the squared loss): one fit of
-      the estimator at its own ``alpha`` with 90% of the zero-concentrated
-      budget; its candidates are the proximal maps of the estimator's
-      elastic-net penalty applied to the released coefficients in standardised
-      units (soft thresholds for the Lasso form, shrinkage for the ridge form:
-      post-processing), at the strengths of ``alphas`` or of a 12-value path
-      below the strength that zeroes every coefficient; one candidate, or the
+    - ``"path"`` (``DPHeavyTailRegressor`` with the squared loss, no grid):
+      one fit of the estimator at its own ``alpha`` with 90% of the
+      zero-concentrated budget; its candidates are the proximal maps of the
+      estimator's elastic-net penalty applied to the released coefficients in
+      the released standardised units (coefficients times the released
+      feature scales): soft thresholds for the Lasso form, shrinkage for the
+      ridge form, at 12 strengths over three decades below the one that
+      zeroes every coefficient (post-processing); one candidate, or the
       fitted model, is drawn by the exponential mechanism with the other 10%,
       on the summed per-row changes of the squared residual against the fitted
       model (clipped per row; see ``_path.py`` for the argument). Tuning costs
       one draw, not a division of the budget among fits. ``best_estimator_``
       is the fitted estimator holding the chosen candidate's coefficients (its
-      ``alpha`` parameter stays the estimator's); ``alpha_`` is its ``alpha``
-      plus the chosen strength (the Lasso at that ``alpha`` for an orthonormal
-      standardised design). On the Lasso task of ``benchmarks/tuning`` at
-      n = 20000 and epsilon 1 it beats the untuned default on every one of 8
-      seeds and recovers the whole oracle-minus-default gap (test MSE 2.83
+      ``alpha``, ``n_iter_`` and ``fit_check_`` still describe the fit);
+      ``alpha_`` is the estimator's ``alpha`` and ``path_strength_`` the chosen
+      strength. On the Lasso task of ``benchmarks/tuning`` at n = 20000 and
+      epsilon 1 it beats the untuned default on every one of 8 seeds and
+      recovers the whole oracle-minus-default gap (median test MSE 2.83
       against 2.92; the oracle strength 2.78); at n = 2000 its draw keeps the
       fitted model on most seeds and the 10% it takes from the fit is a loss.
     - ``"auto"`` (the default): ``"select"`` when a grid is given (a public
@@ -192,9 +193,16 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
     best_estimator_ : estimator
         The final private model (its ``alpha`` is ``alpha_``).
     alphas_ : ndarray
-        The grid (``[alpha_]`` for ``"default"``, which considers no other;
-        for ``"path"`` the estimator's ``alpha`` followed by it plus each
-        candidate's strength).
+        The grid (``[alpha_]`` for ``"default"`` and ``"path"``, which fit at
+        the estimator's own ``alpha`` only).
+    path_strengths_ : ndarray
+        ``"path"`` only: 0 (the fitted model) and the candidates' strengths, in
+        the released standardised units (coefficients times
+        ``best_estimator_.scaling_["feature_scale"]``, a robust private scale:
+        about 0.67 standard deviations for normal columns; the target in its
+        own units). ``best_index_`` indexes it.
+    path_strength_ : float
+        ``"path"`` only: the chosen strength (0: the fitted model was kept).
     validation_scores_ : ndarray or None
         The released validation scores of the candidates (half mean squared
         errors on the released statistics, or the released mean clipped
@@ -325,7 +333,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             self.method_ = method
             return self
         if method == "path":
-            self._fit_path(common, X, y)
+            with np.errstate(all="ignore"):  # nothing may raise after the reservation
+                self._fit_path(common, X, y)
             self.method_ = method
             return self
         with np.errstate(all="ignore"):
@@ -370,8 +379,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             return None, ("method='path' scores squared residuals and needs loss='squared'; got "
                           f"loss={base.get_params(deep=False)['loss']!r}. Use method='select' or 'default'.")
         if delta == 0.0:
-            return None, ("method='path' releases its scores with Gaussian noise and needs delta > 0; with "
-                          "delta=0 use method='default'.")
+            return None, ("method='path' splits a zero-concentrated budget between the fit and its draw and "
+                          "needs delta > 0; with delta=0 use method='default'.")
         return base, None
 
     def _fit_path(self, common, X, y):
@@ -381,8 +390,12 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         base, why = self._path_estimator(delta)
         if base is None:
             raise InvalidParameterError(f"{why} Nothing was spent.")
+        if self.alphas is not None:
+            raise InvalidParameterError(
+                "method='path' takes its strengths from the released model (12 values below the one that "
+                "zeroes every coefficient, in released standardised units); pass alphas=None, or use "
+                "method='select' to choose from a grid. Nothing was spent.")
         inner = clone(base).set_params(**common)
-        strengths = None if self.alphas is None else np.asarray(self._grid(), dtype=float)
         eps = float(self.epsilon)
         cache = {}
 
@@ -398,6 +411,11 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             plan = Sequential([planned(eps_fit), _exponential(eps_choice)])
         else:
             rho = dp_to_zcdp(eps, delta)
+            if not rho > 0.0:
+                raise InvalidParameterError(
+                    f"method='path' at epsilon={eps:g} and delta={delta:g} has no zero-concentrated budget to "
+                    "split between the fit and its draw; raise epsilon or use method='default'. Nothing was "
+                    "spent.")
 
             def parts(t):
                 # The exponential mechanism at epsilon_s is epsilon_s^2 / 8-zCDP.
@@ -420,8 +438,7 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         def solve(rng):
             with nested_fits(rng) as run:
                 inner.fit(X, y)
-            path = ProximalPath(inner.coef_, inner.intercept_, inner.scaling_, l1_ratio=l1_ratio,
-                                strengths=strengths)
+            path = ProximalPath(inner.coef_, inner.intercept_, inner.scaling_, l1_ratio=l1_ratio)
             coefs = path.coefs()
             intercepts = path.intercepts(coefs)
             target_scale = _released_target_scale([inner], False)
@@ -437,10 +454,13 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         else:
             self._log("kept the fitted model (the draw chose no proximal step)")
         self.best_estimator_ = inner
-        self.alphas_ = alpha0 + np.r_[0.0, path.strengths]
-        self.validation_scores_ = None
+        # The strengths act in released standardised units, not in alpha's: alpha_ stays the fit's.
+        self.alpha_ = alpha0
+        self.alphas_ = np.asarray([alpha0])
+        self.path_strengths_ = np.r_[0.0, path.strengths]
         self.best_index_ = best + 1
-        self.alpha_ = float(self.alphas_[self.best_index_])
+        self.path_strength_ = float(self.path_strengths_[self.best_index_])
+        self.validation_scores_ = None
 
     def _fit_whole_budget(self, inner, X, y):
         """Fit ``inner`` (an estimator at the tuner's budget) as the tuner's one ledger entry.

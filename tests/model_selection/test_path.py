@@ -81,8 +81,9 @@ def test_path_spends_the_target_as_one_entry_and_keeps_a_candidate_of_the_fit():
                                   accountant=acc, random_state=0).fit(X, y)
     assert len(acc.events) == 1
     assert acc.spent.epsilon == pytest.approx(0.8, rel=1e-6) and acc.spent.epsilon <= 0.8 * (1 + 1e-9)
-    assert tuner.method_ == "path" and tuner.alpha_ in tuner.alphas_
-    assert tuner.alphas_[0] == 0.0 and tuner.alphas_.size == 13
+    assert tuner.method_ == "path" and tuner.alpha_ == 0.0 and list(tuner.alphas_) == [0.0]
+    assert tuner.path_strengths_[0] == 0.0 and tuner.path_strengths_.size == 13
+    assert tuner.path_strength_ == tuner.path_strengths_[tuner.best_index_]
     # The released model is the chosen proximal candidate of the fit (or the fit itself).
     assert tuner.coef_.shape == (10,) and np.isfinite(tuner.intercept_)
     assert tuner.predict(X[:3]).shape == (3,)
@@ -101,7 +102,7 @@ def test_without_noise_the_path_picks_the_best_training_change():
     sums = score_changes(X, y, path.coef, path.intercept, coefs, path.intercepts(coefs),
                          fitted.scaling_["target_scale"]).sum(axis=0)
     assert tuner.best_index_ == (int(np.argmin(sums)) + 1 if sums.min() < 0 else 0)
-    assert tuner.best_index_ == 0 and tuner.alpha_ == 0.0
+    assert tuner.best_index_ == 0 and tuner.path_strength_ == 0.0
     np.testing.assert_allclose(tuner.coef_, fitted.coef_)
     # Shrunk candidates of a noisy model do improve on the same rows: there the choice moves.
     noisy = fitted.coef_ + np.random.default_rng(0).normal(scale=0.3, size=40)
@@ -143,14 +144,61 @@ def test_path_on_coupled_neighbours_releases_the_same_mechanisms_at_public_scale
     assert len(logs[0]) == len(logs[1]) > 0
     for a, b in zip(*logs):
         assert a.mechanism == b.mechanism
-        assert a.event.mu == pytest.approx(b.event.mu, rel=1e-12)
+        if a.mechanism == "exponential":
+            assert a.event.epsilon0 == b.event.epsilon0 and a.sensitivity == b.sensitivity == score_sensitivity()
+        else:
+            assert a.event.mu == pytest.approx(b.event.mu, rel=1e-12)
+    assert logs[0][-1].mechanism == "exponential"  # the draw comes last, after the fit's releases
     assert charged[0] == charged[1] == pytest.approx(1.0, rel=1e-6)
+
+
+def test_the_draw_is_audited_at_the_planned_epsilon_on_candidates_of_the_released_fit(monkeypatch):
+    # The candidates must come from the coefficients the fit stored (released), and the draw must run at
+    # the epsilon the event reports: spy on both.
+    from skdp.model_selection import _path, _tuner
+
+    X, y, _, _ = _sparse_regression(n=3000, d=12)
+    stored, inputs = [], []
+    original_store = DPHeavyTailRegressor._store_model
+    original_path = _path.ProximalPath
+
+    def spy_store(self, coef, intercept, dtype):
+        stored.append(np.array(coef, copy=True))
+        return original_store(self, coef, intercept, dtype)
+
+    class SpyPath(original_path):
+        def __init__(self, coef, intercept, scaling, **kwargs):
+            inputs.append((np.array(coef, copy=True), scaling))
+            super().__init__(coef, intercept, scaling, **kwargs)
+
+    monkeypatch.setattr(DPHeavyTailRegressor, "_store_model", spy_store)
+    monkeypatch.setattr(_tuner, "ProximalPath", SpyPath)
+    with record_releases() as log:
+        tuner = DPRegularizationTuner(DPHeavyTailRegressor(l1_ratio=1.0), method="path", epsilon=1.0,
+                                      accountant=BudgetAccountant(), random_state=1).fit(X, y)
+    np.testing.assert_array_equal(inputs[0][0], stored[0])  # the fit's released coefficients
+    assert inputs[0][1] is tuner.best_estimator_.scaling_
+    draws = [r for r in log if r.mechanism == "exponential"]
+    assert len(draws) == 1 and draws[0].sensitivity == score_sensitivity()
+    planned_draw = tuner.privacy_event_.events[-1]
+    assert planned_draw == ExponentialMechanismRelease(draws[0].event.epsilon0)
+
+
+def test_auto_runs_the_path_for_the_lasso_form_from_epsilon_times_rows():
+    lasso = DPRegularizationTuner(DPHeavyTailRegressor(l1_ratio=1.0), epsilon=1.0)
+    assert lasso._sparse_path(1e-5, 10_000) and not lasso._sparse_path(1e-5, 9_999)
+    assert DPRegularizationTuner(DPHeavyTailRegressor(l1_ratio=0.5), epsilon=2.0)._sparse_path(1e-5, 5_000)
+    assert not DPRegularizationTuner(DPHeavyTailRegressor(), epsilon=1.0)._sparse_path(1e-5, 10**6)
+    assert not DPRegularizationTuner(epsilon=1.0)._sparse_path(1e-5, 10**6)  # estimator=None: the ridge form
+    assert not lasso._sparse_path(0.0, 10**6)
 
 
 @pytest.mark.parametrize("params", [
     dict(estimator=DPInterpolatingClassifier(classes=[0, 1])),
     dict(estimator=DPHeavyTailRegressor(loss="huber")),
     dict(delta=0.0),
+    dict(alphas=[0.0, 0.1]),
+    dict(epsilon=1e-4, delta=1e-5),
 ])
 def test_path_refusals_spend_nothing(params):
     X, y, _, _ = _sparse_regression(n=300, d=3)
