@@ -67,6 +67,7 @@ def test_toy_ridge(estimator, check):
 
 
 TUNERS = [DPRegularizationTuner(),
+          DPRegularizationTuner(DPHeavyTailRegressor(l1_ratio=1.0), method="path"),
           DPRegularizationTuner(DPInterpolatingClassifier(), alphas=(1e-3, 1e-1), method="select")]
 
 

@@ -37,6 +37,7 @@ from .scaling import (
     private_robust_scaling,
     robust_scaling_event,
 )
+from .selection import exponential_mechanism
 from .second_moment import private_second_moment, second_moment_l1_sensitivity, second_moment_sensitivity
 from .sparse_vector import SparseVector, sparse_vector_event
 from .spectral import MAX_GRAM_SIZE, private_top_eigenvalue, top_eigenvalue
@@ -46,6 +47,7 @@ __all__ = [
     "budgeted_release",
     "check_generator",
     "gaussian_mechanism",
+    "exponential_mechanism",
     "NON_PRIVATE_RELEASE",
     "laplace_mechanism",
     "l2_laplace_mechanism",

@@ -23,8 +23,7 @@ import math
 
 import numpy as np
 
-from ..accounting import ExponentialMechanismRelease
-from ..mechanisms import gaussian_mechanism
+from ..mechanisms import exponential_mechanism, gaussian_mechanism
 
 __all__ = ["RESIDUAL_BOUND", "row_scores", "score_bound", "release_scores", "report_noisy_min"]
 
@@ -74,10 +73,6 @@ def report_noisy_min(scores, bound, epsilon, rng):
     index : int
     event : ExponentialMechanismRelease
     """
-    n_val, k = scores.shape
-    means = np.clip(scores, 0.0, bound).mean(axis=0)
-    if math.isinf(epsilon):
-        return int(np.argmin(means)), ExponentialMechanismRelease(epsilon)
-    # Gumbel-max sampling of exp(-epsilon * mean * n_val / (2 bound)).
-    logits = -epsilon * means * n_val / (2.0 * bound)
-    return int(np.argmax(logits + rng.gumbel(size=k))), ExponentialMechanismRelease(epsilon)
+    # The utility -sum of the clipped scores moves by at most bound when one validation row is replaced.
+    utility = -np.clip(scores, 0.0, bound).sum(axis=0)
+    return exponential_mechanism(utility, bound, epsilon, rng)
