@@ -161,7 +161,7 @@ def _residual_chunk(X, y, scaling, model, loss, lipschitz, theta, ceiling):
 
 
 @dataclass(frozen=True)
-class ChunkedSolverRows:
+class ChunkedZORows:
     """The solver rows of chunked rows (``rows`` a ChunkedRows, formed per chunk with ``scaling``)."""
 
     rows: object
@@ -177,7 +177,7 @@ class ChunkedSolverRows:
 class ChunkedZOProblem(ZOProblem):
     """A :class:`~skdp.solvers.zeroth_order.ZOProblem` whose rows stay on the cluster.
 
-    ``X`` is a :class:`ChunkedSolverRows` and ``y`` is None (the labels are in
+    ``X`` is a :class:`ChunkedZORows` and ``y`` is None (the labels are in
     the chunks). Offers what the practical full-batch "naive" schedule asks:
     the clipped two-point sum of a shared frame (one pass) and the absolute
     residuals (chunked values, for the private median); the other queries
@@ -209,7 +209,7 @@ class ChunkedZOProblem(ZOProblem):
     @classmethod
     def on(cls, rows, scaling, model, loss, lipschitz, row_bound=math.inf):
         """The problem of the chunked ``rows`` under the released ``scaling`` (nothing is computed)."""
-        return cls(ChunkedSolverRows(rows, scaling), None, model, loss, lipschitz, None, row_bound=row_bound)
+        return cls(ChunkedZORows(rows, scaling), None, model, loss, lipschitz, None, row_bound=row_bound)
 
     def __post_init__(self):
         if not (float(self.lipschitz) > 0 and math.isfinite(float(self.lipschitz))):

@@ -197,3 +197,54 @@ def test_only_released_values_and_public_randomness_reach_the_workers(client, mo
     assert len(shipped) == len(frames) == 4 and all(a is b for a, b in zip(shipped, frames))
     # The default frame is every coordinate axis: the identity, which carries nothing of the generator.
     assert all(np.array_equal(frame.directions, np.eye(5)) for frame in frames)
+
+
+def test_every_step_on_chunked_neighbours_moves_by_at_most_its_sensitivity(client):
+    # One row replaced by extreme values (its features clipped to the row bound, its label near the largest
+    # float: non-finite differences, a zero contribution): every step's sum on the chunked rows moves by at
+    # most its claimed sensitivity, and equals the in-memory sum of the same rows.
+    from privacy_harness import CoupledZOProblem
+
+    from skdp.linear_model._standardise import Scaling
+    from skdp.losses import AbsoluteLoss, TukeyLoss
+    from skdp.solvers import SolverBudget
+    from skdp.solvers.zeroth_order import ZOProblem
+    from skdp.zeroth_order._chunked import ChunkedZOProblem
+    from skdp.zeroth_order._models import LinearModel
+
+    X, y = _table(1200)
+    X2, y2 = X.copy(), y.copy()
+    X2[500], y2[500] = 1e300, -1e300
+    scaling = Scaling("none", X.mean(axis=0), X.std(axis=0), float(np.median(y)), 2.0, row_bound=4.0, unit=1.0,
+                      fit_intercept=True, quantile_epsilon=1.0)
+    chunks = (1, 499, 300, 400)
+    args = (LinearModel(5), TukeyLoss(4.685), 3.0)
+    chunked = [ChunkedZOProblem.on(_rows.ChunkedRows(*_dask(A, b, chunks)), scaling, *args, row_bound=4.0)
+               for A, b in ((X, y), (X2, y2))]
+    memory = [ZOProblem(scaling.rows(A), scaling.transform_target(b), *args, None, row_bound=4.0)
+              for A, b in ((X, y), (X2, y2))]
+    runs = []
+    for pair in (chunked, memory):
+        coupled = CoupledZOProblem(*pair)
+        solver = Naive(n_steps=4, directions="orth", n_directions=3, warm_loss=AbsoluteLoss(), rescale_loss=True)
+        spec = DPZerothOrderRegressor()._problem_spec(solver, 1200, 4, "none")
+        runs.append((solver.run(spec, coupled, SolverBudget(1.0, quantile_epsilon=1.0), np.random.default_rng(3)),
+                     coupled))
+    (chunked_result, chunked_log), (memory_result, memory_log) = runs
+    assert len(chunked_log.checks) == 4 and max(chunked_log.checks) <= 1.0 + 1e-9
+    np.testing.assert_allclose(chunked_log.checks, memory_log.checks, rtol=1e-9, atol=1e-12)
+    assert chunked_log.sensitivities == memory_log.sensitivities
+    np.testing.assert_allclose(chunked_result.coef, memory_result.coef, rtol=RTOL, atol=1e-14)
+    assert chunked_result.schedule["residual_scale"] == pytest.approx(memory_result.schedule["residual_scale"],
+                                                                      rel=RTOL)
+
+
+def test_the_gather_limit_applies_before_any_spend(client, monkeypatch):
+    # The default scaling's quantiles gather whole columns at this budget: beyond the public limit the fit
+    # would fail on the driver after the reservation, so it refuses from the plan (skdp.linear_model._rows).
+    X, y = _table()
+    monkeypatch.setattr(_rows, "MAX_GATHERED_VALUES", X.size - 1)
+    accountant = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(ValueError, match="values to the driver in one pass") as info:
+        DPZerothOrderRegressor(random_state=0, accountant=accountant).fit(_poisoned(X), da.from_array(y, chunks=1000))
+    assert "Nothing was spent" in str(info.value) and accountant.events == ()
