@@ -462,6 +462,10 @@ class PrivateLinearModel(DPEstimatorMixin):
 
     def _lazy_decision_function(self, X):
         """Predictions on Dask input as a lazy Dask array (post-processing; nothing is computed)."""
+        return lazy_decision_function(self._lazy_rows(X), self.coef_, self.intercept_)
+
+    def _lazy_rows(self, X):
+        """Dask input to predict on, checked against the fitted features, as a row-chunked Dask array (lazy)."""
         if hasattr(X, "to_dask_array"):
             columns = list(getattr(X, "columns", []))
             names = getattr(self, "feature_names_in_", None)
@@ -473,7 +477,7 @@ class PrivateLinearModel(DPEstimatorMixin):
                              f"{self.n_features_in_} features as input.")
         if len(X.chunks[1]) > 1:
             X = X.rechunk({1: -1})
-        return lazy_decision_function(X, self.coef_, self.intercept_)
+        return X
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -97,14 +97,20 @@ the worker shares the user's process; otherwise it refuses before spending
 The supported configurations today: :class:`~skdp.DPHeavyTailRegressor` with
 ``algorithm`` "auto" or "clipped_gd" (any built-in loss; private or public clip
 thresholds; penalties) and every scaling mode (the default included), no
-declared bounds, a Gaussian budget (``delta > 0``); and
+declared bounds, a Gaussian budget (``delta > 0``);
 :class:`~skdp.DPInterpolatingClassifier` with ``algorithm`` "auto" or
 "clipped_gd", the public ``classes=``, a finite epsilon and ``delta > 0`` (any
 loss, scaling mode, penalty and class weights; its chunk functions are listed in
-:mod:`skdp.linear_model._chunked_classifier`). Declared bounds, the other
-solvers and the other estimators refuse Dask input before anything is spent
-(:func:`check_chunked_estimator`, :func:`check_chunked_plan`, and the
-classifier's own checks of ``classes``, ``epsilon`` and ``delta``).
+:mod:`skdp.linear_model._chunked_classifier`); and
+:class:`~skdp.DPZerothOrderRegressor` with its linear model, a built-in loss
+and the practical full-batch "naive" schedule (its chunk functions and
+refusals are in :mod:`skdp.zeroth_order._chunked`; the estimator checks its
+solver through its ``_check_chunked_solver`` hook of :func:`check_chunked_plan`).
+Declared bounds, the other solvers and the other estimators refuse Dask input
+before anything is spent (:func:`check_chunked_estimator`,
+:func:`check_chunked_plan`, the classifier's own checks of ``classes``,
+``epsilon`` and ``delta``, and the zeroth-order regressor's of its model,
+loss and schedule).
 """
 
 import math
@@ -590,8 +596,9 @@ _SUPPORTED = ("Supported on Dask input today: DPHeavyTailRegressor with algorith
               "(full-batch clipped gradient descent: any built-in loss, private or public clip thresholds, "
               "penalties), every scaling mode (the default 'auto' included), no declared bounds, delta > 0; "
               "DPInterpolatingClassifier with algorithm='auto' or 'clipped_gd', the public classes=, a finite "
-              "epsilon, delta > 0, any loss, scaling, C, alpha and class_weight, no declared bounds. "
-              "Nothing was spent.")
+              "epsilon, delta > 0, any loss, scaling, C, alpha and class_weight, no declared bounds; "
+              "DPZerothOrderRegressor with model='linear', a built-in loss and the practical 'naive' "
+              "schedule (skdp.zeroth_order._chunked). Nothing was spent.")
 
 
 def check_chunked_estimator(estimator):
@@ -610,7 +617,9 @@ def check_chunked_plan(estimator, plan, n_samples, n_features):
 
     Every scaling mode is built on chunked rows; the solvers other than
     full-batch clipped gradient descent (which walk rows in order, take row
-    subsets or need per-row Lipschitz bounds) are not.
+    subsets or need per-row Lipschitz bounds) are not. An estimator of
+    another solver family checks its planned solver itself
+    (``estimator._check_chunked_solver(solver)``, raising ``ValueError``).
 
     Also refused: a plan whose private quantiles would gather more than
     :data:`MAX_GATHERED_VALUES` values to the driver in one pass
@@ -624,7 +633,10 @@ def check_chunked_plan(estimator, plan, n_samples, n_features):
     """
     check_chunked_estimator(estimator)
     solver = plan.solver
-    if solver.name != "clipped_gd":
+    own_check = getattr(estimator, "_check_chunked_solver", None)  # an estimator with other solvers
+    if own_check is not None:
+        own_check(solver)
+    elif solver.name != "clipped_gd":
         raise ValueError(f"algorithm={solver.name!r} is not supported on Dask input yet (it reads rows one by "
                          f"one, in subsets or by per-row bounds, not by passes of sums). {_SUPPORTED}")
     gathered = _planned_gather(plan, n_samples, n_features)

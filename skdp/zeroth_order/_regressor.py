@@ -12,12 +12,14 @@ from .._validation import Interval, InvalidParameterError, Options
 from ..losses import AbsoluteLoss, CauchyLoss, HuberLoss, QuantileLoss, TukeyLoss, ValueLoss
 from ..preprocessing import FeatureBounds
 from ..linear_model._pipeline import PrivateLinearModel
+from ..linear_model._rows import ChunkedRows, is_dask_collection
 from ..linear_model._standardise import COEF_RADIUS, MODES
 from ..solvers import ProblemSpec, Solver, solver_names
 from ..solvers._contract import MAX_PUBLIC_CLIP, MIN_PUBLIC_CLIP
 from ..solvers.clip_threshold import derivative_cap
 from ..solvers.zeroth_order import DIRECTION_MODES, ZOProblem
 from ._callables import check_rowwise
+from ._chunked import ChunkedZOProblem, check_chunked_zeroth_order
 from ._models import CallableModel, LinearModel, MLPModel
 
 __all__ = ["DPZerothOrderRegressor"]
@@ -227,6 +229,17 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     proportional to ``sqrt(d) ||w_t - w_{t-1}|| / delta``, which forces steps
     so short that the one pass cannot travel to the solution.
 
+    **Dask.** With ``model="linear"``, a built-in loss and the practical
+    "naive" schedule (``directions`` "coordinates" or "orth"), ``fit`` accepts
+    ``dask.array`` and ``dask.dataframe`` inputs chunked by rows: every step is
+    one pass of per-chunk sums of the clipped finite differences (the residual
+    scale a private quantile from per-chunk counts), the noise and the steps
+    are drawn where ``fit`` runs, and the model and privacy event are the
+    in-memory fit's of the same rows; ``predict`` on Dask input returns a lazy
+    dask array. The other models, a callable loss, ``schedule="theory"``,
+    ``algorithm="variance_reduced"`` and ``directions="iid"`` refuse Dask input
+    before anything is spent (see :ref:`dask`).
+
     Privacy: every data-dependent number goes through an accounted release
     (the scales, the row bound, the residual scale, every gradient estimate,
     the fit check); the Lipschitz bound, the steps and the directions are
@@ -256,6 +269,8 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     """
 
     _solver_family = "zeroth_order"
+    # The linear model with a built-in loss and the practical "naive" schedule (skdp.zeroth_order._chunked).
+    _dask_input = True
     _parameter_constraints = {
         **DPEstimatorMixin._privacy_parameter_constraints,
         "loss": [Options(set(_LOSSES)), "callable"],
@@ -364,6 +379,16 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
             return np.asarray(self.init, dtype=float).reshape(-1)
         return self._model_object(n_features).initial(np.random.default_rng(0))
 
+    # -- Dask input (skdp.zeroth_order._chunked) -------------------------------------------------------
+    def _chunked_rows(self, X, y):
+        """Dask rows, after refusing what is not built on chunked rows (public parameters only)."""
+        check_chunked_zeroth_order(self)  # before the collections are read (a dataframe's lengths cost a pass)
+        return super()._chunked_rows(X, y)
+
+    def _check_chunked_solver(self, solver):
+        """Refuse a planned solver not built on chunked rows (public inputs only, before any spend)."""
+        check_chunked_zeroth_order(self, solver)
+
     # -- routing (public inputs only) -----------------------------------------------------------------
     def _requested_solver(self):
         # A named algorithm is configured after the data are validated (its defaults depend on the
@@ -458,7 +483,6 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         loss = self._problem_loss(scaling)
         G = derivative_cap(loss) or 1.0
         if self._linear():
-            rows = scaling.rows(X, clip=True)
             nu = self._budget_per_param
             if math.isfinite(nu):
                 typical = (float(scaling.typical_row_norm) if scaling.typical_row_norm is not None
@@ -468,7 +492,6 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
                 feature = float(scaling.row_bound)  # no noise: nothing is clipped
             factor = math.hypot(feature, float(scaling.intercept_value)) if self.fit_intercept else feature
         else:
-            rows = scaling.features(X, clip=False)
             bound = float(scaling.row_bound)
             factor = (math.sqrt(2.0 + self.hidden_units + bound**2) if self.model == "mlp"
                       else math.hypot(bound, 1.0))
@@ -480,6 +503,10 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         # sensitivity and the noise are finite numbers whatever the data (the release stays exact).
         lipschitz = min(max(lipschitz, MIN_PUBLIC_CLIP), MAX_PUBLIC_CLIP)
         self._lipschitz = lipschitz
+        if isinstance(X, ChunkedRows):  # the same rows, formed chunk by chunk on the cluster in every pass
+            return ChunkedZOProblem.on(X, scaling, self._model_object(d), loss, lipschitz,
+                                       row_bound=float(scaling.row_bound))
+        rows = scaling.rows(X, clip=True) if self._linear() else scaling.features(X, clip=False)
         init = None if self.init is None else np.asarray(self.init, dtype=float).reshape(-1)
         return ZOProblem(rows, scaling.transform_target(y), self._model_object(d), loss, lipschitz, init,
                          row_bound=float(scaling.row_bound))
@@ -499,15 +526,7 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         return self._network_predictions(X, coef, scaling)
 
     def _network_predictions(self, X, params, scaling):
-        model = self._model_object(X.shape[1])
-        Z = scaling.features(X, clip=False)
-        out = np.empty(Z.shape[0])
-        chunk = 1 << 14
-        with np.errstate(all="ignore"):
-            for start in range(0, Z.shape[0], chunk):
-                part = slice(start, start + chunk)
-                out[part] = _predict_rows(model, params, Z[part])
-        return float(scaling.target_center) + float(scaling.target_scale) * out
+        return _network_block(X, self._model_object(X.shape[1]), params, scaling)
 
     @property
     def _fallback_note(self):
@@ -550,14 +569,34 @@ class DPZerothOrderRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples,)
+            A lazy dask array on Dask input (any model: the network's and a
+            callable model's predictions are computed chunk by chunk).
         """
         if self._linear():
             return self._decision_function(X)
         check_is_fitted(self)
+        model = self._model_object(self.n_features_in_)
+        args = (model, self.params_, self._scaling, self.fallback_constant_)
+        if is_dask_collection(X):  # a lazy dask array (post-processing: nothing is computed)
+            # Only the released model travels to the workers (not the estimator and its accountant).
+            return self._lazy_rows(X).map_blocks(_network_block, *args, drop_axis=1, dtype=float,
+                                                 meta=np.empty((0,), dtype=float))
         X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"), dtype=[np.float64, np.float32])
-        if self.fallback_constant_ is not None:
-            return np.full(X.shape[0], self.fallback_constant_)
-        return self._network_predictions(X, self.params_, self._scaling)
+        return _network_block(X, *args)
+
+
+def _network_block(X, model, params, scaling, fallback=None):
+    """Predictions of the network or callable model on rows ``X`` in the original units (or the fallback)."""
+    if fallback is not None:
+        return np.full(X.shape[0], fallback)
+    Z = scaling.features(X, clip=False)
+    out = np.empty(Z.shape[0])
+    chunk = 1 << 14
+    with np.errstate(all="ignore"):
+        for start in range(0, Z.shape[0], chunk):
+            part = slice(start, start + chunk)
+            out[part] = _predict_rows(model, params, Z[part])
+    return float(scaling.target_center) + float(scaling.target_scale) * out
 
 
 def _predict_rows(model, params, Z):

@@ -1,34 +1,20 @@
 """Fits on Dask collections (skdp.linear_model._rows): the same model and event, refusals before spend.
 
 A ``distributed.LocalCluster`` (two in-process workers, a small memory limit) is
-started by the module's fixture. The solvers run a few steps (``max_iter``):
+started by the shared fixture (tests/dask_cluster.py). The solvers run a few steps (``max_iter``):
 equivalence holds for any schedule, and every step is one pass whose latency on
 the scheduler, not its work, is what these small tables cost.
 """
 
-import dataclasses
-
 import numpy as np
 import pytest
 
-da = pytest.importorskip("dask.array", reason="the 'dask' extra (dask[array,dataframe]) is not installed")
-distributed = pytest.importorskip("distributed", reason="the 'dask' extra (distributed) is not installed")
-
+from dask_cluster import RTOL, assert_same_event, client, da  # noqa: F401 (client: the fixture)
 from skdp import BudgetAccountant, DPHeavyTailRegressor, DPInterpolatingClassifier  # noqa: E402
 from skdp.accounting import DetachedAccountantError  # noqa: E402
 from skdp.linear_model import _rows  # noqa: E402
 from skdp.mechanisms._audit import record_releases  # noqa: E402
 from skdp.solvers.heavy_tail.clipped_gd import ClippedGD  # noqa: E402
-
-# Equal up to the order of floating-point summation (partial sums per chunk, then added).
-RTOL = 1e-10
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, memory_limit="1GiB",
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
-        yield c
 
 
 def _tables():
@@ -47,27 +33,6 @@ CONFIGS = {
     # Private clip thresholds (two quantiles of the gradient norms) and the Huber threshold (a third).
     "private_clips_huber": dict(scaling="none", loss="huber", max_iter=12),
 }
-
-
-def assert_same_event(ours, theirs):
-    """The same event: the same mechanisms in the same order, every number equal up to rounding.
-
-    (A released clip threshold sets the sensitivity of the steps after it, and
-    the threshold is the in-memory one up to the summation order of the sums
-    it was computed from.)
-    """
-    assert type(ours) is type(theirs)
-    if dataclasses.is_dataclass(ours):
-        for field in dataclasses.fields(ours):
-            assert_same_event(getattr(ours, field.name), getattr(theirs, field.name))
-    elif isinstance(ours, (tuple, list)):
-        assert len(ours) == len(theirs)
-        for a, b in zip(ours, theirs):
-            assert_same_event(a, b)
-    elif isinstance(ours, float):
-        assert ours == pytest.approx(theirs, rel=RTOL, abs=0)
-    else:
-        assert ours == theirs
 
 
 def _fit(X, y, **params):
@@ -194,15 +159,16 @@ def test_other_estimators_and_bad_values_refuse_before_any_spend(client):
     with pytest.raises(ValueError, match="pass classes="):
         DPInterpolatingClassifier(accountant=accountant).fit(da.from_array(X, chunks=1000),
                                                              da.from_array(y > 0, chunks=1000))
-    # The zeroth-order regressor and the tuner refuse too, before computing any chunk (the tuner's input
-    # validation would otherwise bring every row to this process).
+    # The zeroth-order regressor's network and the tuner refuse too, before computing any chunk (the
+    # tuner's input validation would otherwise bring every row to this process). The zeroth-order
+    # regressor's supported configurations: tests/zeroth_order/test_dask.py.
     from skdp import DPZerothOrderRegressor
     from skdp.model_selection import DPRegularizationTuner
 
     poisoned = da.from_array(X, chunks=(1000, 4)).map_blocks(_never_computed, dtype=X.dtype,
                                                              meta=np.empty((0, 0), dtype=X.dtype))
-    with pytest.raises(ValueError, match="DPZerothOrderRegressor does not accept Dask input"):
-        DPZerothOrderRegressor(accountant=accountant).fit(poisoned, da.from_array(y, chunks=1000))
+    with pytest.raises(ValueError, match="model='mlp' is not supported on Dask input"):
+        DPZerothOrderRegressor(model="mlp", accountant=accountant).fit(poisoned, da.from_array(y, chunks=1000))
     with pytest.raises(ValueError, match="DPRegularizationTuner does not accept Dask input"):
         DPRegularizationTuner(DPHeavyTailRegressor(), accountant=accountant).fit(poisoned,
                                                                                da.from_array(y, chunks=1000))

@@ -35,8 +35,7 @@ def release_residual_scale(problem, theta, epsilon, rng):
     public range ``_SCALE_RANGE`` (standardised units); a non-finite residual
     counts as the top of the range (a per-record rule).
     """
-    residual = np.abs(problem.predict(theta) - problem.y)
-    residual = np.where(np.isfinite(residual), residual, _SCALE_RANGE[1])
+    residual = problem.absolute_residuals(theta, _SCALE_RANGE[1])  # chunked values on a cluster
     median, event = private_quantile(residual, 0.5, epsilon, _SCALE_RANGE, scale="log", jitter=_JITTER,
                                      random_state=rng)
     return 1.4826 * float(median), event

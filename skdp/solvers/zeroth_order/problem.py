@@ -263,11 +263,31 @@ class ZOProblem:
             Replace-one L2 sensitivity of ``total``: ``2 max ||v_i||``.
         """
         m, d = draw.n_directions, draw.dim
-        step = float(smoothing)
-        A = self.two_point(theta, step * draw.directions, rows, draw.coordinates, step)
         threshold = draw.grad_threshold(self.lipschitz, smoothing)
         scale = d / (2.0 * float(smoothing) * m)
-        return scale * draw.combine(draw.clip(A, threshold)), 2.0 * scale * draw.row_bound(threshold)
+        total = self.clipped_two_point_sum(theta, draw, smoothing, threshold, rows)
+        return scale * total, 2.0 * scale * draw.row_bound(threshold)
+
+    def clipped_two_point_sum(self, theta, draw, smoothing, threshold, rows=None):
+        """``sum_i sum_j a_ij u_ij`` with every row's two-point differences clipped at ``threshold``.
+
+        ``a_ij = f(theta + delta u_ij) - f(theta - delta u_ij)`` by the clip rule
+        of ``draw``: the sum over rows that :meth:`grad_sum` scales (before the
+        scale). A sum of per-row terms, so rows held elsewhere (chunks on a
+        cluster) add their partial sums to the same total.
+        """
+        step = float(smoothing)
+        A = self.two_point(theta, step * draw.directions, rows, draw.coordinates, step)
+        return draw.combine(draw.clip(A, threshold))
+
+    def absolute_residuals(self, theta, ceiling):
+        """``|prediction - y|`` of every row at ``theta``, a non-finite one read as ``ceiling`` (per record).
+
+        The values whose private median :func:`~skdp.solvers.zeroth_order._base.release_residual_scale`
+        releases.
+        """
+        residual = np.abs(self.predict(theta) - self.y)
+        return np.where(np.isfinite(residual), residual, ceiling)
 
     def diff_sum(self, w, w_prev, draw, smoothing, rows=None, symmetric=False, max_distance=math.inf):
         """Sum over ``rows`` of the clipped per-row estimates of ``grad F_delta(w) - grad F_delta(w_prev)``.
