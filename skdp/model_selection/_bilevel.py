@@ -1,12 +1,14 @@
 """``method="bilevel"`` of the tuner: Kornowski's DP bilevel algorithm for a ridge weight.
 
-The hyperobjective is the validation loss of the ridge model trained at weight
+The hyperobjective is the validation loss of the model trained at weight
 ``omega`` (Kornowski, "Differentially Private Bilevel Optimization", section 7):
 
 ``F(omega) = mean_val loss(theta*_omega)``,
 ``theta*_omega = argmin_theta mean_tr loss(theta) + omega / 2 ||theta||^2``,
 
-with the squared loss ``loss_i(theta) = (a_i' theta - b_i)^2 / 2``. Its
+with the squared loss ``loss_i(theta) = (a_i' theta - b_i)^2 / 2`` (ridge, for
+``DPHeavyTailRegressor``) or the logistic loss ``log(1 + exp(-b_i a_i' theta))``
+with ``b_i = +-1`` (binary ``DPInterpolatingClassifier``). Its
 derivative is estimated without Hessians by the value-function penalty: with
 ``theta^lambda_omega = argmin_theta mean_tr loss + omega / 2 ||theta||^2 +
 mean_val loss / lambda``,
@@ -42,7 +44,10 @@ estimator's ``alpha`` (original units of X, mean loss, as ``ElasticNet``). A
 per-column scaling would penalise a different norm than the final model does.
 The intercept coordinate is penalised in the tuning problem (the target is
 centred by the released ``c_y``, so it is small); the final model does not
-penalise it.
+penalise it. For the classifier nothing about the labels is released (two
+quantiles: the pooled scale and the row norm); the labels are ``+-1`` by the
+public classes, and the same ``omega = alpha / s^2`` holds (the logistic loss
+does not scale).
 
 Privacy (replace-one; each argument is for any data)
 ----------------------------------------------------
@@ -54,8 +59,12 @@ Privacy (replace-one; each argument is for any data)
    at the minimiser with its value at 0 gives
    ``omega / 2 ||theta^lambda||^2 <= (1 + 1/lambda) B^2 / 2``. ``R(omega)`` is the
    smaller of the two bounds; it holds for ``theta*`` too (weights summing to 1).
+   Logistic: the optimality condition ``omega theta = -sum_i w_i loss_i'
+   a_i`` with ``|loss_i'| <= 1`` gives ``(1 + 1/lambda) A / omega``, and the value at
+   0 (``log 2`` per unit weight) gives ``sqrt(2 (1 + 1/lambda) log 2 / omega)``.
 2. *Lipschitz constant* on the ball ``||theta|| <= R``: ``||grad loss_i|| =
-   |a_i' theta - b_i| ||a_i|| <= A (A R + B) = L(omega)``.
+   |a_i' theta - b_i| ||a_i|| <= A (A R + B) = L(omega)``; logistic: ``L = A``
+   everywhere.
 3. *Sensitivity of each inner release.* Both objectives are
    ``sum_i w_i loss_i + omega / 2 ||theta||^2``, ``omega``-strongly convex,
    minimised over the ball of radius ``R`` (which contains the minimiser, so
@@ -70,8 +79,10 @@ Privacy (replace-one; each argument is for any data)
    spec's ``Delta(omega) = 2 L(omega) max(1 / n_tr, 1 / (lambda n_val)) / omega``
    bounds both; since ``lambda >= n_tr / n_val`` it equals ``2 L / (omega n_tr)``.
    The solver (:func:`~skdp.mechanisms.certified_minimize`, started at the
-   linear-algebra solution, with a true smoothness bound and a gradient bound
-   valid on the whole ball, so it never raises) returns a point within ``tol``
+   linear-algebra solution (logistic: at an L-BFGS solution, or 0 if that
+   fails), with a true smoothness bound (``(1 + 1/lambda) A^2`` times 1, or
+   1/4 for the logistic loss, plus ``omega``) and a gradient bound valid on the
+   whole ball, so it never raises) returns a point within ``tol``
    of the minimiser; the sensitivity is ``Delta + 2 tol``
    (:func:`~skdp.mechanisms.erm_sensitivity`). The two releases use the same
    sensitivity and the same noise, so ``E||theta~||^2 = ||theta||^2 + p sigma^2``
@@ -80,7 +91,7 @@ Privacy (replace-one; each argument is for any data)
    ``sigma_t = Delta(omega_t) / sqrt(2 rho_call)``: ``rho_call``-zCDP whatever
    ``omega_t`` is, so the adaptive choice of ``omega_t`` (a function of released
    values) does not change the cost. The event of the whole procedure — the
-   scaling's five quantiles, ``2T`` Gaussian releases at ``rho_call`` and the
+   scaling's five quantiles (two for the classifier), ``2T`` Gaussian releases at ``rho_call`` and the
    refit's own planned event at its epsilon — is planned from public inputs
    (``n``, ``d``, the parameters) before any data value is read, and its parts
    are scaled by one multiplier calibrated so that its epsilon is the target.
@@ -109,12 +120,14 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import clone, is_classifier
+from scipy.optimize import minimize
+from scipy.special import expit
+from sklearn.base import clone
 
 from .._base import nested_fits
 from .._validation import InvalidParameterError
 from ..accounting import GaussianRelease, Sequential, calibrate_scale, dp_to_zcdp, zcdp_to_dp
-from ..linear_model import DPHeavyTailRegressor
+from ..linear_model import DPHeavyTailRegressor, DPInterpolatingClassifier
 from ..linear_model._standardise import PrivateStandardiser
 from ..mechanisms import certified_minimize, clip_rows, erm_sensitivity, gaussian_mechanism
 
@@ -171,6 +184,7 @@ class InnerProblem:
     penalty: float
     n_train: int
     n_val: int
+    loss: str = "squared"
 
     @property
     def weight(self):
@@ -179,14 +193,21 @@ class InnerProblem:
 
     def radius(self, omega):
         A, B, w = self.row_bound, self.label_bound, self.weight
+        if self.loss == "logistic":  # |loss'| <= 1 and loss(0) = log 2
+            return min(w * A / omega, math.sqrt(2.0 * w * math.log(2.0) / omega))
         return min(w * A * B / omega, B * math.sqrt(w / omega))
 
     def lipschitz(self, omega):
+        if self.loss == "logistic":
+            return self.row_bound
         return self.row_bound * (self.row_bound * self.radius(omega) + self.label_bound)
 
     def smoothness(self, omega):
-        """A true bound on the Hessian of either objective: ``(1 + 1/lambda) A^2 + omega``."""
-        return self.weight * self.row_bound**2 + omega
+        """A true bound on the Hessian of either objective: ``(1 + 1/lambda) c A^2 + omega``.
+
+        ``c = 1`` for the squared loss and ``1 / 4`` for the logistic loss.
+        """
+        return self.weight * self.row_bound**2 * (0.25 if self.loss == "logistic" else 1.0) + omega
 
     def max_row_weight(self):
         return max(1.0 / self.n_train, 1.0 / (self.penalty * self.n_val))
@@ -199,7 +220,9 @@ class InnerProblem:
         """The certified distance: far below ``Delta``, and four times the floating-point floor."""
         H = max(self.smoothness(omega), omega)
         floor = 16.0 * _EPS * (H / omega) * self.radius(omega)
-        return max(1e-9 * self.core_sensitivity(omega), 4.0 * floor)
+        # The logistic solve has no closed form: a looser (still negligible) certificate.
+        share = 1e-6 if self.loss == "logistic" else 1e-9
+        return max(share * self.core_sensitivity(omega), 4.0 * floor)
 
     def sensitivity(self, omega):
         """``Delta(omega) + 2 tol`` (:func:`~skdp.mechanisms.erm_sensitivity`), the same for both problems."""
@@ -230,12 +253,52 @@ class InnerProblem:
             g = M @ theta - rhs
             return 0.5 * float(theta @ (g - rhs)), g
 
+        return self._certified_release(fun_and_grad, start, omega, noise_std, rng)
+
+    def release_logistic(self, Z, b, weights, omega, noise_std, rng):
+        """Release ``argmin sum_i weights_i log(1 + exp(-b_i z_i' theta)) + omega / 2 ||theta||^2`` + noise.
+
+        ``b`` in {-1, +1}; ``weights`` are ``1 / n_tr`` on training rows and
+        ``1 / (lambda n_val)`` (or 0) on validation rows. Never raises.
+        """
+        def fun_and_grad(theta):
+            margin = b * (Z @ theta)
+            value = float(weights @ np.logaddexp(0.0, -margin)) + 0.5 * omega * float(theta @ theta)
+            return value, Z.T @ (weights * -b * expit(-margin)) + omega * theta
+
+        start = np.zeros(Z.shape[1])
+        try:  # a fast start; the certificate below does not depend on it
+            result = minimize(fun_and_grad, start, jac=True, method="L-BFGS-B",
+                              options={"gtol": 1e-12, "ftol": 0.0, "maxiter": 1000})
+            if np.all(np.isfinite(result.x)):
+                start = result.x
+        except Exception:  # noqa: BLE001 - any failure only changes the start
+            pass
+        return self._certified_release(fun_and_grad, start, omega, noise_std, rng)
+
+    def _certified_release(self, fun_and_grad, start, omega, noise_std, rng):
         radius, H = self.radius(omega), self.smoothness(omega)
         # A gradient bound valid at every point of the ball, hence at the (projected) start.
         gradient_bound = self.weight * self.lipschitz(omega) + omega * radius
         solution = certified_minimize(fun_and_grad, start, strong_convexity=omega, smoothness=H,
                                       tol=self.tol(omega), radius=radius, gradient_bound=gradient_bound)
         return gaussian_mechanism(solution.x, self.sensitivity(omega), noise_std, random_state=rng)
+
+    def release_pair(self, stats, omega, noise_std, rng):
+        """Both inner releases at ``omega``: ``(theta, event), (theta_lambda, event)``.
+
+        ``stats``: ``(G_tr, g_tr, G_val, g_val)`` (squared loss: the mean ``a a'``
+        and ``a b`` of each part) or ``(Z, b, w_train, w_val)`` (logistic: the rows,
+        the labels, and the mean weights of each part, zero outside it).
+        """
+        lam = self.penalty
+        if self.loss == "logistic":
+            Z, b, w_train, w_val = stats
+            return (self.release_logistic(Z, b, w_train, omega, noise_std, rng),
+                    self.release_logistic(Z, b, w_train + w_val / lam, omega, noise_std, rng))
+        G_tr, g_tr, G_val, g_val = stats
+        return (self.release(G_tr, g_tr, omega, noise_std, rng),
+                self.release(G_tr + G_val / lam, g_tr + g_val / lam, omega, noise_std, rng))
 
 
 def hypergradient(theta, theta_lambda, penalty):
@@ -303,8 +366,7 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
     ----------
     problem : InnerProblem
     stats : tuple
-        ``(G_tr, g_tr, G_val, g_val)``: the mean ``a a'`` and ``a b`` of the clipped
-        training and validation rows.
+        As :meth:`InnerProblem.release_pair` takes them.
     log_bounds : (float, float)
         The box in ``log omega``.
     omega_start : float
@@ -321,7 +383,6 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
     events : list of GaussianRelease
         The ``2 n_steps`` releases, in order.
     """
-    G_tr, g_tr, G_val, g_val = stats
     lam = problem.penalty
     log_omega, sum_sq = min(max(math.log(omega_start), log_bounds[0]), log_bounds[1]), 0.0
     path = {"omega": [], "hypergradient": [], "step": [], "noise_std": []}
@@ -329,8 +390,7 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
     for step in range(n_steps):
         omega = math.exp(log_omega)
         sigma = 0.0 if math.isinf(rho_call) else problem.sensitivity(omega) / math.sqrt(2.0 * rho_call)
-        theta, event = problem.release(G_tr, g_tr, omega, sigma, rng)
-        theta_lambda, event_lambda = problem.release(G_tr + G_val / lam, g_tr + g_val / lam, omega, sigma, rng)
+        (theta, event), (theta_lambda, event_lambda) = problem.release_pair(stats, omega, sigma, rng)
         events += [event, event_lambda]
         grad = hypergradient(theta, theta_lambda, lam)
         new_log, sum_sq = outer_step(log_omega, grad, omega, sum_sq, log_bounds)
@@ -339,7 +399,8 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
         path["step"].append(abs(new_log - log_omega))
         path["noise_std"].append(sigma)
         if log is not None:
-            log(f"step {step + 1}/{n_steps}: omega={omega:.4g}, hypergradient {grad:+.4g}, noise std {sigma:.3g}")
+            log(f"step {step + 1}/{n_steps}: omega={omega:.4g}, hypergradient {grad:+.4g}, "
+                f"noise std {sigma:.3g}")
         log_omega = new_log
     path["omega"].append(math.exp(log_omega))
     return {key: np.asarray(value, dtype=float) for key, value in path.items()}, events
@@ -348,15 +409,24 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
 def check_estimator(estimator, classifier):
     """The estimator to refit (a clone), or a ValueError that says what to change (before any spend)."""
     if classifier:
-        raise ValueError(
-            "method='bilevel' tunes the ridge form only (squared loss); binary logistic regression is not "
-            "built yet. Use method='select' with DPInterpolatingClassifier. Nothing was spent.")
+        if not isinstance(estimator, DPInterpolatingClassifier):
+            raise ValueError(
+                f"method='bilevel' tunes DPInterpolatingClassifier (binary logistic) among classifiers; got "
+                f"{type(estimator).__name__}. Use method='select'. Nothing was spent.")
+        params = estimator.get_params(deep=False)
+        if params["loss"] not in ("auto", "logistic") or params["class_weight"] is not None:
+            raise ValueError(
+                "method='bilevel' tunes the binary logistic form: the lower-level problem is the unweighted "
+                "logistic loss with an L2 penalty, so the classifier needs loss='auto' or 'logistic' and "
+                f"class_weight=None (got loss={params['loss']!r}, class_weight={params['class_weight']!r}). "
+                "Use method='select'. Nothing was spent.")
+        return estimator
     if estimator is None:
         return DPHeavyTailRegressor()
     if not isinstance(estimator, DPHeavyTailRegressor):
         raise ValueError(
-            f"method='bilevel' tunes DPHeavyTailRegressor(loss='squared', l1_ratio=0) (or estimator=None); got "
-            f"{type(estimator).__name__}. Use method='select' for other estimators. Nothing was spent.")
+            "method='bilevel' tunes DPHeavyTailRegressor(loss='squared', l1_ratio=0) (or estimator=None); "
+            f"got {type(estimator).__name__}. Use method='select' for other estimators. Nothing was spent.")
     params = estimator.get_params(deep=False)
     if params["loss"] != "squared" or params["l1_ratio"] != 0:
         raise ValueError(
@@ -395,9 +465,15 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
         raise InvalidParameterError(
             "method='bilevel' releases its inner models with Gaussian noise, so it needs delta > 0. Nothing "
             "was spent.")
+    classes = common.get("classes")
+    if classifier and len(classes) != 2:
+        raise ValueError(f"method='bilevel' tunes binary logistic regression; got {len(classes)} classes. "
+                         "Use method='select' for more classes. Nothing was spent.")
     n_val, n_train = tuner._split_sizes(n)
     fit_intercept = bool(refit_template.get_params(deep=False)["fit_intercept"])
-    n_quantiles = PrivateStandardiser.n_quantiles("pooled", d, fit_intercept)
+    loss = "logistic" if classifier else "squared"
+    extra = {"C": 1.0} if classifier else {}
+    n_quantiles = PrivateStandardiser.n_quantiles("pooled", d, fit_intercept, scale_target=not classifier)
     rho = math.inf if math.isinf(eps) else dp_to_zcdp(eps, delta)
 
     def parts(t):
@@ -409,7 +485,7 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
                 zcdp_to_dp(t * REFIT_SHARE * rho, delta))
 
     def refit(alpha, epsilon):
-        return clone(refit_template).set_params(alpha=alpha, epsilon=epsilon, **common)
+        return clone(refit_template).set_params(alpha=alpha, epsilon=epsilon, **common, **extra)
 
     cache = {}
 
@@ -420,7 +496,8 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
                 warnings.simplefilter("ignore")
                 # The refit's plan depends on alpha only through whether it is positive (it always is).
                 cache[eps_r] = refit(1.0, eps_r)._planned_event(X, y)
-        scaling = PrivateStandardiser("pooled", eps_q, fit_intercept).planned_event(d)
+        standardiser = PrivateStandardiser("pooled", eps_q, fit_intercept, scale_target=not classifier)
+        scaling = standardiser.planned_event(d)
         noise = 0.0 if math.isinf(rho_call) else 1.0 / math.sqrt(2.0 * rho_call)
         inner = Sequential([GaussianRelease(1.0, noise)] * (2 * T))
         return Sequential([scaling, inner, cache[eps_r]])
@@ -434,7 +511,7 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
     eps_q, rho_call, eps_r = parts(t)
 
     def solve(rng):
-        standardiser = PrivateStandardiser("pooled", eps_q, fit_intercept)
+        standardiser = PrivateStandardiser("pooled", eps_q, fit_intercept, scale_target=not classifier)
         scaling, scaling_event = standardiser.fit(X, y, rng)
         s = _clamp(scaling.feature_scale[0])
         s_y = _clamp(scaling.target_scale)
@@ -444,11 +521,17 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
         Z = clip_rows(np.nan_to_num(np.clip(_dense(X) / s, -1e100, 1e100)), feature_bound)
         if fit_intercept:
             Z = np.hstack([Z, np.ones((n, 1))])
-        b = np.clip(np.nan_to_num((np.asarray(y, dtype=float) - c_y) / s_y), -LABEL_BOUND, LABEL_BOUND)
         order = rng.permutation(n)
         val, train = np.sort(order[:n_val]), np.sort(order[n_val:])
-        G_tr, g_tr = Z[train].T @ Z[train] / n_train, Z[train].T @ b[train] / n_train
-        G_val, g_val = Z[val].T @ Z[val] / n_val, Z[val].T @ b[val] / n_val
+        if classifier:  # labels +-1 (the public classes); the rows and the mean weights of each part
+            b = np.where(np.asarray(y) == classes[1], 1.0, -1.0)
+            w_train, w_val = np.zeros(n), np.zeros(n)
+            w_train[train], w_val[val] = 1.0 / n_train, 1.0 / n_val
+            stats = (Z, b, w_train, w_val)
+        else:
+            b = np.clip(np.nan_to_num((np.asarray(y, dtype=float) - c_y) / s_y), -LABEL_BOUND, LABEL_BOUND)
+            stats = (Z[train].T @ Z[train] / n_train, Z[train].T @ b[train] / n_train,
+                     Z[val].T @ Z[val] / n_val, Z[val].T @ b[val] / n_val)
         # The box in tuning units: public constants, or the alphas' range over the released s^2.
         lo, hi = OMEGA_BOUNDS if box is None else (box[0] / s**2, box[1] / s**2)
         lo, hi = _clamp(lo), _clamp(hi)
@@ -457,13 +540,12 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
         omega_c = math.sqrt(lo * hi)
 
         def problem_at(penalty):
-            return InnerProblem(A, LABEL_BOUND, penalty, n_train, n_val)
+            return InnerProblem(A, 1.0 if classifier else LABEL_BOUND, penalty, n_train, n_val, loss)
 
         penalty = auto_penalty(problem_at, omega_c, rho_call, Z.shape[1], n_train, n_val)
         problem = problem_at(penalty)
-        tuner._log(f"bilevel: released feature scale {s:.4g}, row bound {A:.4g}; omega box [{lo:.3g}, {hi:.3g}], "
-                   f"penalty lambda={penalty:.4g}, {T} outer steps")
-        stats = (G_tr, g_tr, G_val, g_val)
+        tuner._log(f"bilevel: released feature scale {s:.4g}, row bound {A:.4g}; omega box [{lo:.3g}, "
+                   f"{hi:.3g}], penalty lambda={penalty:.4g}, {T} outer steps")
         path, releases = descend(problem, stats, log_bounds, omega_c, T, rho_call, rng, tuner._log)
         t_out = int(np.argmin(path["step"]))
         omega_out = path["omega"][t_out]

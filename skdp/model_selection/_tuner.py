@@ -133,17 +133,19 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
       MSE 2.71 against 2.80), and ``"select"`` did not recover it (2.83). So
       without a grid the rule reads neither ``n``, ``d`` nor ``epsilon``:
       ``"auto"`` spends the whole budget on the default model.
-    - ``"bilevel"`` (Kornowski's DP bilevel algorithm, ridge form): a private
+    - ``"bilevel"`` (Kornowski's DP bilevel algorithm): a private
       pooled scaling (5% of the budget), then ``outer_steps`` outer steps, each
-      releasing two ridge models on the training part by output perturbation
+      releasing two L2-penalised models on the training part by output perturbation
       (one with the validation loss mixed in at weight ``1 / lambda``); the
       difference of their squared norms estimates the derivative of the
       validation loss in ``alpha``, and ``log alpha`` moves against it
       (post-processing); the final model is the estimator's own private fit
       at the chosen ``alpha`` with half of the budget. ``alphas`` gives the
       box (its positive range). See ``skdp/model_selection/_bilevel.py``.
-      Ridge only (``DPHeavyTailRegressor`` with ``loss="squared"``,
-      ``l1_ratio=0``); it needs large ``epsilon * n`` (``docs/tuning.rst``).
+      Ridge (``DPHeavyTailRegressor`` with ``loss="squared"``, ``l1_ratio=0``)
+      and binary logistic regression (``DPInterpolatingClassifier`` with two
+      classes, its default loss); it needs large ``epsilon * n``
+      (``docs/tuning.rst``).
     - ``"bilevel_sgd"`` (the mini-batch variant) is not implemented: it is
       refused before anything is spent.
 
