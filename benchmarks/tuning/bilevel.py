@@ -191,6 +191,16 @@ def summarize(raw_path):
             lines.append(f"| {eps:g} | {eps * 2000:.3g} | {seed} | {by.loc['select', 'score']:.3f} | "
                          f"{by.loc['bilevel', 'score']:.3f} | {by.loc['bilevel', 'alpha']:.3g} | "
                          f"{info['noise_std_0']:.3g} | {path} |")
+    lines += ["", "Reading: the noise per coordinate of the inner releases (coefficients have norm about 1 in "
+              "the tuning units) is far above the signal in every cell, so the released derivative is noise; "
+              "the first AdaGrad step moves omega to an end of the box or back, later steps are small, and "
+              "alpha_ is at or near the centre or an end of the box: the result is the estimator's own fit at "
+              "that strength with half of the budget. Without noise (epsilon = inf) the same code settles at the validation "
+              "minimiser (toeplitz, n = 2000: alpha 0.046, test R^2 0.778); there |dF/domega| is about 0.06 at "
+              "the box's centre, which needs a noise of about 0.03 per coordinate, a million times below the "
+              "level at epsilon 1 and n = 2000 (epsilon * n of order 1e9). The scan's agreement with `select` "
+              "at large epsilon comes from the box's centre suiting this task (the path is the same at every "
+              "epsilon: the AdaGrad step is invariant to the scale of the noise)."]
     spent = everything[everything.method != "cv"]
     ratio = spent["epsilon_spent"] / spent["epsilon"]
     lines += ["", f"Epsilon spent / target over all private fits: {ratio.min():.9f} to {ratio.max():.9f}.",
