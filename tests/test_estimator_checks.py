@@ -68,7 +68,8 @@ def test_toy_ridge(estimator, check):
 
 TUNERS = [DPRegularizationTuner(),
           DPRegularizationTuner(DPHeavyTailRegressor(l1_ratio=1.0), method="path"),
-          DPRegularizationTuner(DPInterpolatingClassifier(), alphas=(1e-3, 1e-1), method="select")]
+          DPRegularizationTuner(DPInterpolatingClassifier(), alphas=(1e-3, 1e-1), method="select"),
+          DPRegularizationTuner(method="bilevel", outer_steps=3)]
 
 
 @pytest.mark.filterwarnings("ignore::skdp.LowBudgetWarning")

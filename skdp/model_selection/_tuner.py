@@ -51,6 +51,7 @@ from ..linear_model import DPHeavyTailRegressor
 from ..linear_model._pipeline import PrivateLinearModel
 from ..linear_model._rows import is_dask_collection
 from ..solvers import SufficientStatistics
+from ._bilevel import fit_bilevel
 from ._path import PATH_MIN_EPSILON_ROWS, SCORE_SHARE, ProximalPath, choose, score_changes
 from ._selection import release_scores, report_noisy_min, row_scores, score_bound
 
@@ -61,7 +62,7 @@ __all__ = ["DPRegularizationTuner", "DEFAULT_ALPHAS"]
 # 200 correlated features the privacy ridge alone is about 130 in standardised units, and alpha = 10 still
 # gave test R^2 -0.45).
 DEFAULT_ALPHAS = (0.0, *np.round(np.logspace(-4, 3, 15), 12).tolist())
-METHODS = ("auto", "default", "path", "select", "split", "bilevel")
+METHODS = ("auto", "default", "path", "select", "split", "bilevel", "bilevel_sgd")
 
 
 def _is_grid(value):
@@ -155,8 +156,21 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
       default model. The Lasso form is the exception: its default
       (``alpha = 0``) is dense, the oracle strength beats it beyond the noise,
       and ``"path"`` recovers that gap.
-    - ``"bilevel"`` (the DP bilevel algorithm of Kornowski) is not implemented:
-      it is refused before anything is spent.
+    - ``"bilevel"`` (Kornowski's DP bilevel algorithm): a private
+      pooled scaling (5% of the budget), then ``outer_steps`` outer steps, each
+      releasing two L2-penalised models on the training part by output perturbation
+      (one with the validation loss mixed in at weight ``1 / lambda``); the
+      difference of their squared norms estimates the derivative of the
+      validation loss in ``alpha``, and ``log alpha`` moves against it
+      (post-processing); the final model is the estimator's own private fit
+      at the chosen ``alpha`` with half of the budget. ``alphas`` gives the
+      box (its positive range). See ``skdp/model_selection/_bilevel.py``.
+      Ridge (``DPHeavyTailRegressor`` with ``loss="squared"``, ``l1_ratio=0``)
+      and binary logistic regression (``DPInterpolatingClassifier`` with two
+      classes, its default loss); it needs large ``epsilon * n``
+      (``docs/tuning.rst``).
+    - ``"bilevel_sgd"`` (the mini-batch variant) is not implemented: it is
+      refused before anything is spent.
 
     Parameters
     ----------
@@ -174,9 +188,11 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         ``l1_ratio=1`` on the estimator), a ``LogisticRegressionCV`` grid of
         ``Cs`` as ``1 / (Cs * n_samples)``. None is ``DEFAULT_ALPHAS``: 0 and
         15 values from 1e-4 to 1000.
-    method : {"auto", "default", "path", "select", "split", "bilevel"}, default="auto"
+    method : {"auto", "default", "path", "select", "split", "bilevel", "bilevel_sgd"}, default="auto"
     validation_fraction : float in (0, 1), default=0.5
         Share of the rows in the validation part.
+    outer_steps : int >= 1, default=10
+        Outer steps of ``"bilevel"`` (its noise grows like ``sqrt(outer_steps)``).
     epsilon : float > 0, default=1.0
         The budget of the whole procedure (tuning and final model).
     delta : float in [0, 1) or "auto", default="auto"
@@ -209,6 +225,10 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         scores); None for ``"split"`` and ``"path"``, which release only the
         index, and for ``"default"``, which scores nothing.
     method_ : str
+    bilevel_path_ : dict
+        ``"bilevel"`` only: the path of ``omega`` (tuning units; ``alpha`` in
+        the estimator's), the released hypergradients, the steps, the noise
+        standard deviations, ``t_out``, the penalty ``lambda``, the box.
     coef_, intercept_, classes_
         Those of ``best_estimator_``.
     privacy_spent_ : PrivacySpent
@@ -241,10 +261,11 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         "alphas": [Predicate(_is_grid, "None or a non-empty 1-d array of finite numbers >= 0")],
         "method": [Options(set(METHODS))],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "outer_steps": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
     def __init__(self, estimator=None, *, alphas=None, method="auto", validation_fraction=0.5, epsilon=1.0,
-                 delta="auto", accountant=None, random_state=None, verbose=0):
+                 delta="auto", accountant=None, random_state=None, verbose=0, outer_steps=10):
         self.estimator = estimator
         self.alphas = alphas
         self.method = method
@@ -254,6 +275,7 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         self.accountant = accountant
         self.random_state = random_state
         self.verbose = verbose
+        self.outer_steps = outer_steps
 
     # -- public rules (parameters only) ---------------------------------------------------------
     def _base(self):
@@ -299,10 +321,10 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
                 raise TypeError(f"{type(self).__name__}.fit does not take {name}={value!r}. Nothing was "
                                 "spent.")
         self._validate_privacy_params()
-        if self.method == "bilevel":
+        if self.method == "bilevel_sgd":
             raise InvalidParameterError(
-                "method='bilevel' (the DP bilevel algorithm of Kornowski) is not implemented; use "
-                "method='select' or 'auto'. Nothing was spent.")
+                "method='bilevel_sgd' (the mini-batch DP bilevel algorithm) is not implemented; use "
+                "method='bilevel'. Nothing was spent.")
         if is_dask_collection(X) or is_dask_collection(y):
             # validate_data would compute the collection: every row would come to this process.
             raise ValueError(f"{type(self).__name__} does not accept Dask input yet: its candidate fits split "
@@ -328,6 +350,10 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         method = self.method
         if method == "auto":  # public inputs only (see the class docstring)
             method = "select" if self.alphas is not None else "path" if self._sparse_path(delta, n) else "default"
+        if method == "bilevel":
+            fit_bilevel(self, X, y, common, classifier, self.outer_steps)
+            self.method_ = method
+            return self
         if method == "default":
             self._fit_default(common, X, y)
             self.method_ = method

@@ -104,7 +104,7 @@ def test_pipeline_and_cross_val_score_charge_a_shared_accountant():
 
 
 @pytest.mark.parametrize("params, data", [
-    (dict(method="bilevel"), None),
+    (dict(method="bilevel_sgd"), None),
     (dict(estimator=DPHeavyTailRegressor(algorithm="sufficient_statistics", loss="huber")), None),
     (dict(estimator=DPHeavyTailRegressor(), method="select", delta=0.0), None),
     (dict(alphas=[-1.0]), None),
@@ -117,7 +117,7 @@ def test_refusals_spend_nothing(params, data):
     acc = BudgetAccountant()
     with pytest.raises((ValueError, TypeError)) as info:
         DPRegularizationTuner(accountant=acc, **params).fit(X, y)
-    if params.get("method") == "bilevel":
+    if params.get("method") == "bilevel_sgd":
         assert isinstance(info.value, InvalidParameterError) and "not implemented" in str(info.value)
     assert len(acc.events) == 0
 
