@@ -377,12 +377,12 @@ def auto_penalty(problem_at, omega_c, rho_call, n_coef, n_train, n_val):
     sigma = 0.0 if math.isinf(rho_call) else problem.sensitivity(omega_c) / math.sqrt(2.0 * rho_call)
     radius = problem.radius(omega_c)
     if sigma <= 0.0:
-        return PENALTY_MAX
+        return max(PENALTY_MAX, low)
     balance = (problem.lipschitz(omega_c) / omega_c) / math.sqrt(
         2.0 * sigma * math.sqrt(2.0 * radius**2 + n_coef * sigma**2))
     if not math.isfinite(balance):
-        return PENALTY_MAX if balance > 0 else low
-    return min(max(balance, low), PENALTY_MAX)
+        return max(PENALTY_MAX, low) if balance > 0 else low
+    return min(max(balance, low), max(PENALTY_MAX, low))
 
 
 def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log=None):
@@ -460,6 +460,12 @@ def check_estimator(estimator, classifier):
             f"penalty, so the estimator needs loss='squared' and l1_ratio=0 (got loss={params['loss']!r}, "
             f"l1_ratio={params['l1_ratio']!r}). Use method='select' for the Lasso or robust losses. Nothing "
             "was spent.")
+    algorithm = params.get("algorithm")
+    if getattr(algorithm, "alphas", None) is not None:
+        # That solver would choose its own multiple of alpha on its own split: alpha_ would misreport.
+        raise ValueError(
+            "method='bilevel' chooses alpha itself; the estimator's solver has its own grid of alphas "
+            f"({algorithm!r}). Pass a solver without alphas, or use method='select'. Nothing was spent.")
     return estimator
 
 
@@ -579,7 +585,7 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
         tuner._log(f"omega_out={omega_out:.4g} (step {t_out}); refit at alpha={alpha_out:.4g}")
         with nested_fits(rng) as run:
             final = refit(alpha_out, eps_r).fit(X, y)
-        event = Sequential([scaling_event, Sequential(releases), run.events[0]])
+        event = Sequential([scaling_event, Sequential(releases), Sequential(run.events)])
         info = dict(path)
         info.update(t_out=t_out, penalty=penalty, omega_bounds=(lo, hi), feature_scale=s,
                     alpha=info["omega"] * s**2)

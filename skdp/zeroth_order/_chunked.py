@@ -52,13 +52,16 @@ residual scale (a private median)        :func:`_residual_chunk` (values, throug
 =======================================  ===========================================  ===============================
 
 The step's frame is data-independent randomness drawn on the driver from the
-fit's generator, as in memory: with the default ``directions`` (every
-coordinate axis, ``n_directions`` = the number of parameters) it is the
-identity, which carries nothing of the generator; a frame of fewer axes, or a
-Haar frame (``directions="orth"``), carries outputs of the fit's generator to
-the workers (never its state). Whoever can read the task graph, the scheduler
-or the workers' logs must be trusted like the data in any case: the exact
-per-chunk sums they return, with the released steps, give every noise draw.
+fit's generator, as in memory. Only the default frame is accepted on Dask
+input: every coordinate axis (``directions="coordinates"``, ``n_directions`` =
+the number of parameters), which is the identity and carries nothing of the
+generator. A frame of fewer axes, or a Haar frame (``directions="orth"``),
+would send raw outputs of the generator that also draws the steps' Gaussian
+noise (a non-cryptographic generator) to the workers, against the rule that
+only SHA-256-derived states leave the driver; they are refused before anything
+is spent. Whoever can read the task graph, the scheduler or the workers' logs
+must be trusted like the data in any case: the exact per-chunk sums they
+return, with the released steps, give every noise draw.
 
 Passes of a default fit (absolute loss, ``max_iter="auto"``: ``T = 50``):
 ``T + 24`` (74) for a table with up to 64 columns and ``n d < 4e5``: the
@@ -67,7 +70,9 @@ and target quantiles and the two row-norm medians, two passes each, the
 magnitude check, the Gram matrix; 8 more from ``n d = 4e5``, where the column
 statistics release two halves of the columns), ``T`` steps and the fit check.
 The huber, tukey and cauchy losses with ``loss_constant="auto"`` add 2 (the
-residual median).
+residual median). A quantile whose target lies in a crowded bin can take
+extra passes, a number that depends on the data (see
+:mod:`skdp.linear_model._rows` and the Dask docs).
 
 Not built on chunked rows (refused before anything is read or spent, by
 :func:`check_chunked_zeroth_order`): ``model="mlp"`` and a callable model (their
@@ -92,8 +97,13 @@ __all__ = ["ChunkedZOProblem", "check_chunked_zeroth_order"]
 
 _SUPPORTED = ("DPZerothOrderRegressor on Dask input supports model='linear' (the default) with a built-in loss "
               "('absolute', 'pinball', 'huber', 'tukey', 'cauchy') and algorithm 'auto' or 'naive' with "
-              "schedule='practical' and directions 'coordinates' (the default) or 'orth'; every scaling mode; "
-              "no declared bounds. Nothing was spent.")
+              "schedule='practical' and every coordinate axis as directions (directions=None or 'coordinates' "
+              "with n_directions=None); every scaling mode; no declared bounds. Nothing was spent.")
+
+
+_FRAME_REFUSAL = ("On Dask input the steps' directions must be every coordinate axis (directions=None or "
+                  "'coordinates', n_directions=None): a Haar frame or a subset of axes is drawn from the "
+                  "generator of the fit's noise and would travel to the workers. " + _SUPPORTED)
 
 
 def check_chunked_zeroth_order(estimator, solver=None):
@@ -122,8 +132,14 @@ def check_chunked_zeroth_order(estimator, solver=None):
             _check_schedule(name if name != "auto" else None, schedule, directions)
         else:
             solver = estimator.algorithm
+    if solver is None and estimator.directions == "orth":
+        raise ValueError(_FRAME_REFUSAL)
     if solver is not None:
         _check_schedule(solver.name, getattr(solver, "schedule", None), getattr(solver, "directions", None))
+        if hasattr(solver, "_mode") and hasattr(estimator, "n_features_in_"):
+            n_params = estimator._n_params(estimator.n_features_in_)
+            if solver._mode() != "coordinates" or solver._n_directions(n_params) < n_params:
+                raise ValueError(_FRAME_REFUSAL)
         warm = getattr(solver, "warm_loss", None)
         if warm is not None and not type(warm).__module__.startswith("skdp.losses"):
             raise ValueError(f"The warm-up loss {warm!r} is not one of the library's losses; on Dask input the "

@@ -6,6 +6,8 @@ import warnings
 import numpy as np
 import pytest
 
+from skdp.solvers import SufficientStatistics
+
 from skdp import BudgetAccountant, DPHeavyTailRegressor, DPInterpolatingClassifier, InvalidParameterError
 from skdp.accounting import GaussianRelease
 from skdp.model_selection import DPRegularizationTuner
@@ -189,6 +191,8 @@ def test_ledger_total_is_the_target_and_the_release_is_the_plan(epsilon, monkeyp
     (dict(estimator=DPInterpolatingClassifier(classes=[0, 1, 2])), "binary logistic"),
     (dict(estimator=DPHeavyTailRegressor(l1_ratio=1.0)), "l1_ratio=0"),
     (dict(estimator=DPHeavyTailRegressor(loss="huber")), "loss='squared'"),
+    (dict(estimator=DPHeavyTailRegressor(algorithm=SufficientStatistics(alphas=(1e-3, 100.0)))),
+     "its own grid of alphas"),
     (dict(delta=0.0), "delta > 0"),
     (dict(alphas=[0.0, 0.1]), "two different positive"),
     (dict(method="bilevel_sgd"), "not implemented"),

@@ -101,7 +101,7 @@ def test_a_dask_dataframe_fits_as_in_memory_and_predicts_lazily(client):
     pd = pytest.importorskip("pandas")
     X, y = _table()
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-    params = dict(loss="tukey", scaling="none", directions="orth", n_directions=3)
+    params = dict(loss="tukey", scaling="none")
     memory = _fit(frame, y, **params)
     divisions = (0, 1, 3, 1000, 2500, 2999)
     ddf = dd.from_pandas(frame, npartitions=1).repartition(divisions=divisions)
@@ -150,6 +150,10 @@ class _OwnLoss(HuberLoss):
     (dict(algorithm=Naive(schedule="theory")), "schedule='theory'"),
     (dict(algorithm=Naive(warm_loss=_OwnLoss())), "not one of the library's losses"),
     (dict(bounds=(-10.0, 10.0)), "Declared bounds"),
+    # Frames other than every axis are raw outputs of the noise generator: they stay on the driver.
+    (dict(directions="orth"), "every coordinate axis"),
+    (dict(directions="coordinates", n_directions=2), "every coordinate axis"),
+    (dict(algorithm=Naive(directions="orth", n_directions=3)), "every coordinate axis"),
 ])
 def test_unsupported_configurations_refuse_before_any_spend(client, params, match):
     X, y = _table()
