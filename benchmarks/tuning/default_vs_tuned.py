@@ -200,6 +200,14 @@ def done_cells(raw):
         return {(r["problem"], int(r["n"]), int(r["seed"])) for r in csv.DictReader(f) if r["method"] == "cv"}
 
 
+def record(writer, f, rows, start, *label):
+    """Append one cell's rows to the raw CSV (flushed: a run can be stopped) and print its scores."""
+    writer.writerows(rows)
+    f.flush()
+    print(*label, {r["method"]: round(r["score"], 3) for r in rows}, f"{time.perf_counter() - start:.0f}s",
+          flush=True)
+
+
 def main(seeds, problems, raw):
     os.makedirs(os.path.dirname(raw), exist_ok=True)
     warnings.simplefilter("ignore")
@@ -214,11 +222,7 @@ def main(seeds, problems, raw):
                 if problem not in problems or (problem, n, seed) in done:
                     continue
                 start = time.perf_counter()
-                rows = run_cell(problem, n, seed)
-                writer.writerows(rows)
-                f.flush()
-                print(problem, n, seed, {r["method"]: round(r["score"], 3) for r in rows},
-                      f"{time.perf_counter() - start:.0f}s", flush=True)
+                record(writer, f, run_cell(problem, n, seed), start, problem, n, seed)
 
 
 def summarize(paths):

@@ -34,7 +34,8 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from skdp import BudgetAccountant  # noqa: E402
 from skdp.model_selection import DPRegularizationTuner  # noqa: E402
 
-from default_vs_tuned import EPSILON, KIND, better, data_for, grid_of, private_estimator, scores  # noqa: E402
+from default_vs_tuned import (EPSILON, KIND, better, data_for, grid_of, private_estimator, record,  # noqa: E402
+                              scores)
 
 RAW = os.path.join(HERE, "results", "path_raw.csv")
 RAW_EPSILONS = os.path.join(HERE, "results", "path_epsilons_raw.csv")  # epsilon other than 1
@@ -96,11 +97,7 @@ def main(seeds, cells, raw, epsilon):
                 if (problem, int(n), epsilon, seed) in done:
                     continue
                 start = time.perf_counter()
-                rows = run_cell(problem, int(n), seed, epsilon)
-                writer.writerows(rows)
-                f.flush()
-                print(problem, n, seed, {r["method"]: round(r["score"], 3) for r in rows},
-                      f"{time.perf_counter() - start:.0f}s", flush=True)
+                record(writer, f, run_cell(problem, int(n), seed, epsilon), start, problem, n, seed)
 
 
 def summarize(raw_paths):
