@@ -6,12 +6,11 @@ import warnings
 import numpy as np
 import pytest
 
-from skdp.solvers import SufficientStatistics
-
 from skdp import BudgetAccountant, DPHeavyTailRegressor, DPInterpolatingClassifier, InvalidParameterError
 from skdp.accounting import GaussianRelease
 from skdp.model_selection import DPRegularizationTuner
 from skdp.model_selection._bilevel import InnerProblem, descend, hypergradient
+from skdp.solvers import SufficientStatistics
 from privacy_harness import record_releases
 
 
@@ -101,6 +100,41 @@ def test_without_noise_the_tuner_chooses_the_validation_argmin():
     # The gradient in log omega (what the descent drives to 0) is small at the output against the start's.
     log_gradient = np.abs(path["omega"][:-1] * path["hypergradient"])
     assert log_gradient[path["t_out"]] < 0.1 * log_gradient[0]
+
+
+@pytest.mark.parametrize("classifier", [False, True])
+def test_the_whole_fit_on_coupled_neighbours_releases_the_same_mechanisms_at_public_noise(classifier):
+    # Through the tuner (clipping, label map, split, intercept, scaling, refit): one row replaced by an
+    # extreme one. The released scales differ between the runs, so values are compared in the release-level
+    # test; here every release must be the same mechanism with the same noise per unit of sensitivity, and
+    # both ledgers must be charged the same target.
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(400, 4))
+    y = X @ rng.normal(size=4) + rng.normal(size=400)
+    X2, y2 = X.copy(), y.copy()
+    X2[9], y2[9] = 1e6, -1e6
+    if classifier:
+        y, y2 = (y > 0).astype(int), (y2 > 0).astype(int)
+        y2[9] = 1 - y2[9]
+    logs, charged = [], []
+    for A, b in ((X, y), (X2, y2)):
+        acc = BudgetAccountant()
+        estimator = DPInterpolatingClassifier(classes=[0, 1]) if classifier else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with record_releases() as log:
+                DPRegularizationTuner(estimator, method="bilevel", outer_steps=3, epsilon=2.0, accountant=acc,
+                                      random_state=5).fit(A, b)
+        logs.append(log)
+        charged.append(acc.spent.epsilon)
+    assert len(logs[0]) == len(logs[1]) > 6
+    for a, b in zip(*logs):
+        assert a.mechanism == b.mechanism
+        if a.mechanism == "exponential":
+            assert a.event.epsilon0 == b.event.epsilon0
+        else:
+            assert a.event.mu == pytest.approx(b.event.mu, rel=1e-12)
+    assert charged[0] == charged[1] == pytest.approx(2.0, rel=1e-6)
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
