@@ -142,6 +142,8 @@ SCALING_SHARE = 0.05
 REFIT_SHARE = 0.5
 # Largest penalty lambda (spec 9.4 step 2).
 PENALTY_MAX = 1e6
+# Sparse input is densified for the inner problems; beyond this many values it is refused before any spend.
+MAX_DENSE_VALUES = 50_000_000
 # Released bounds and scales are clamped into this range (a public rule) before any use.
 _CLAMP = (1e-12, 1e12)
 _EPS = np.finfo(float).eps
@@ -501,6 +503,11 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
     if classifier and len(classes) != 2:
         raise ValueError(f"method='bilevel' tunes binary logistic regression; got {len(classes)} classes. "
                          "Use method='select' for more classes. Nothing was spent.")
+    if hasattr(X, "toarray") and n * d > MAX_DENSE_VALUES:
+        # The tuning problem is solved on dense rows: densifying after the reservation could fail.
+        raise ValueError(f"method='bilevel' solves its inner problems on dense rows; this sparse input has "
+                         f"{n} x {d} = {n * d} values, above {MAX_DENSE_VALUES}. Use method='default' or "
+                         "'select', or fewer columns. Nothing was spent.")
     n_val, n_train = tuner._split_sizes(n)
     fit_intercept = bool(refit_template.get_params(deep=False)["fit_intercept"])
     loss = "logistic" if classifier else "squared"
@@ -583,8 +590,16 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
         omega_out = path["omega"][t_out]
         alpha_out = omega_out * s**2
         tuner._log(f"omega_out={omega_out:.4g} (step {t_out}); refit at alpha={alpha_out:.4g}")
+        final = refit(alpha_out, eps_r)
+        if not _plan_within(final, cache[eps_r], X, y, delta):
+            # A refit whose plan at alpha_out would cost more than the one charged (at alpha = 1): refit at
+            # the planned strength instead (a public rule on a released value; no configuration accepted
+            # today plans differently, this keeps a future one from failing after the reservation).
+            tuner._log(f"the refit's plan at alpha={alpha_out:.4g} exceeds the charged one; refit at alpha=1")
+            alpha_out = 1.0
+            final = refit(alpha_out, eps_r)
         with nested_fits(rng) as run:
-            final = refit(alpha_out, eps_r).fit(X, y)
+            final.fit(X, y)
         event = Sequential([scaling_event, Sequential(releases), Sequential(run.events)])
         info = dict(path)
         info.update(t_out=t_out, penalty=penalty, omega_bounds=(lo, hi), feature_scale=s,
@@ -599,6 +614,17 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
     tuner.validation_scores_ = None
     tuner.bilevel_path_ = info
     return tuner
+
+
+def _plan_within(estimator, charged, X, y, delta):
+    """Whether ``estimator``'s planned event costs at most ``charged`` (never raises)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            planned = clone(estimator)._planned_event(X, y)
+        return planned.epsilon(delta) <= charged.epsilon(delta) * (1.0 + 1e-9)
+    except Exception:  # noqa: BLE001 - after the reservation: fall back to the charged plan's strength
+        return False
 
 
 def _dense(X):

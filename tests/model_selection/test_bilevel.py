@@ -291,3 +291,31 @@ def test_binary_logistic_without_noise_descends_and_charges_the_target():
         DPRegularizationTuner(DPInterpolatingClassifier(classes=[0, 1]), method="bilevel", epsilon=2.0,
                               outer_steps=3, random_state=0, accountant=acc).fit(X, y)
     assert acc.spent.epsilon == pytest.approx(2.0, rel=1e-6) and acc.spent.epsilon <= 2.0
+
+
+def test_sparse_input_too_large_to_densify_is_refused_before_spending(monkeypatch):
+    import scipy.sparse as sp
+
+    from skdp.model_selection import _bilevel
+
+    monkeypatch.setattr(_bilevel, "MAX_DENSE_VALUES", 100)
+    X = sp.random(200, 5, density=0.3, format="csr", random_state=0)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="dense rows"):
+        DPRegularizationTuner(method="bilevel", accountant=acc).fit(X, np.arange(200.0))
+    assert len(acc.events) == 0
+
+
+def test_a_refit_plan_above_the_charged_one_falls_back_to_the_charged_strength(monkeypatch):
+    # Post-processing of the released alpha: a refit whose plan would cost more than the one charged is
+    # made at the charged strength (alpha = 1), and the ledger stays at the target.
+    from skdp.model_selection import _bilevel
+
+    monkeypatch.setattr(_bilevel, "_plan_within", lambda *args: False)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    y = X @ np.ones(3) + rng.normal(size=300)
+    acc = BudgetAccountant()
+    tuner = DPRegularizationTuner(method="bilevel", outer_steps=2, accountant=acc, random_state=0).fit(X, y)
+    assert tuner.alpha_ == 1.0 and tuner.best_estimator_.alpha == 1.0
+    assert acc.spent.epsilon == pytest.approx(1.0, rel=1e-6) and len(acc.events) == 1
