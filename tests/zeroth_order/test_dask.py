@@ -204,9 +204,8 @@ def test_only_released_values_and_public_randomness_reach_the_workers(client, mo
 
 
 def test_every_step_on_chunked_neighbours_moves_by_at_most_its_sensitivity(client):
-    # One row replaced by extreme values (its features clipped to the row bound, its label near the largest
-    # float: non-finite differences, a zero contribution): every step's sum on the chunked rows moves by at
-    # most its claimed sensitivity, and equals the in-memory sum of the same rows.
+    # One row replaced by an extreme finite one: every step's sum on the chunked rows moves by at most its
+    # claimed sensitivity, and equals the in-memory sum of the same rows.
     from privacy_harness import CoupledZOProblem
 
     from skdp.linear_model._standardise import Scaling
@@ -218,7 +217,10 @@ def test_every_step_on_chunked_neighbours_moves_by_at_most_its_sensitivity(clien
 
     X, y = _table(1200)
     X2, y2 = X.copy(), y.copy()
-    X2[500], y2[500] = 1e300, -1e300
+    # The replaced row is finite and opposite to the original (features 10 standard deviations away on the
+    # other side, the label far on the other side), so its clipped differences are as large as they can be.
+    X2[500] = X.mean(axis=0) - np.sign(X[500] - X.mean(axis=0)) * 10 * X.std(axis=0)
+    y2[500] = np.median(y) - np.sign(y[500] - np.median(y)) * 1e6
     scaling = Scaling("none", X.mean(axis=0), X.std(axis=0), float(np.median(y)), 2.0, row_bound=4.0, unit=1.0,
                       fit_intercept=True, quantile_epsilon=1.0)
     chunks = (1, 499, 300, 400)
@@ -236,6 +238,7 @@ def test_every_step_on_chunked_neighbours_moves_by_at_most_its_sensitivity(clien
                      coupled))
     (chunked_result, chunked_log), (memory_result, memory_log) = runs
     assert len(chunked_log.checks) == 4 and max(chunked_log.checks) <= 1.0 + 1e-9
+    assert max(chunked_log.checks) > 0.5  # not vacuous: a sensitivity claimed twice too small would fail
     np.testing.assert_allclose(chunked_log.checks, memory_log.checks, rtol=1e-9, atol=1e-12)
     assert chunked_log.sensitivities == memory_log.sensitivities
     np.testing.assert_allclose(chunked_result.coef, memory_result.coef, rtol=RTOL, atol=1e-14)
@@ -252,3 +255,15 @@ def test_the_gather_limit_applies_before_any_spend(client, monkeypatch):
     with pytest.raises(ValueError, match="values to the driver in one pass") as info:
         DPZerothOrderRegressor(random_state=0, accountant=accountant).fit(_poisoned(X), da.from_array(y, chunks=1000))
     assert "Nothing was spent" in str(info.value) and accountant.events == ()
+
+
+def test_the_planned_solver_is_checked_by_the_estimator_hook():
+    # check_chunked_plan asks the estimator to check its planned solver (after the parameters were checked):
+    # a configured solver outside the chunked configurations is refused there too.
+    model = DPZerothOrderRegressor()
+    model.n_features_in_ = 4
+    for solver in (VarianceReduced(), Naive(schedule="theory"), Naive(directions="orth", n_directions=3),
+                   Naive(directions="coordinates", n_directions=2)):
+        with pytest.raises(ValueError, match="Nothing was spent"):
+            model._check_chunked_solver(solver)
+    model._check_chunked_solver(Naive(directions="coordinates", n_directions=5))  # every axis: accepted
