@@ -213,20 +213,10 @@ def zeroth_order_passes(n, steps):
     return steps + (24 if n * D < 400_000 else 32)
 
 
-def run_zeroth_order(n, workers, client):
-    """The default ``DPZerothOrderRegressor`` (linear model, absolute loss) in memory and on Dask.
-
-    Also counts the passes the Dask fit makes (every :meth:`ChunkedRows.map`, plus
-    the finite check before the reservation) and reports the private model's test
-    mean absolute error against predicting the training median.
-    """
-    from skdp import DPZerothOrderRegressor
+def counted_passes():
+    """Count the chunked reductions of a fit (every ``ChunkedRows.map``): ``(counter, restore)``."""
     from skdp.linear_model import _rows
 
-    X, y = table(n, 0)
-    X_test, y_test = table(100_000, 1)
-    chunk = max(n // 10, 1)
-    Xd, yd = scattered(client, X, y, chunk)
     counted = []
     original = _rows.ChunkedRows.map
 
@@ -235,13 +225,30 @@ def run_zeroth_order(n, workers, client):
         return original(self, *args, **kwargs)
 
     _rows.ChunkedRows.map = counting
+    return counted, lambda: setattr(_rows.ChunkedRows, "map", original)
+
+
+def run_zeroth_order(n, workers, client):
+    """The default ``DPZerothOrderRegressor`` (linear model, absolute loss) in memory and on Dask.
+
+    Also counts the passes the Dask fit makes (every :meth:`ChunkedRows.map`, plus
+    the finite check before the reservation) and reports the private model's test
+    mean absolute error against predicting the training median.
+    """
+    from skdp import DPZerothOrderRegressor
+
+    X, y = table(n, 0)
+    X_test, y_test = table(100_000, 1)
+    chunk = max(n // 10, 1)
+    Xd, yd = scattered(client, X, y, chunk)
+    counted, restore = counted_passes()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             in_memory, memory_ledger, memory_s, on_dask, dask_ledger, dask_s = fit_both(
                 lambda ledger: DPZerothOrderRegressor(epsilon=1.0, random_state=0, accountant=ledger), X, y, Xd, yd)
     finally:
-        _rows.ChunkedRows.map = original
+        restore()
     scale = np.maximum(np.abs(in_memory.coef_), 1e-300)
     rel = float(np.max(np.abs(on_dask.coef_ - in_memory.coef_) / scale))
     steps = int(on_dask.n_iter_)

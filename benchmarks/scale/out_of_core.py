@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from equivalence import D, passes, table  # noqa: E402  (the same generator and public pass count)
+from equivalence import D, counted_passes, passes, table  # noqa: E402  (the same generator and public pass count)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FIELDS = ["rows", "workers", "memory_limit_mb", "partitions", "table_mb", "parquet_mb", "fit_completed", "fit_s",
@@ -155,21 +155,6 @@ class MemorySampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-
-
-def counted_passes():
-    """Count the chunked reductions of a fit (every ``ChunkedRows.map``), as ``equivalence.py`` does."""
-    from skdp.linear_model import _rows
-
-    counted = []
-    original = _rows.ChunkedRows.map
-
-    def counting(self, *args, **kwargs):
-        counted.append(1)
-        return original(self, *args, **kwargs)
-
-    _rows.ChunkedRows.map = counting
-    return counted, lambda: setattr(_rows.ChunkedRows, "map", original)
 
 
 def run(args):
