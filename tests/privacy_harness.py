@@ -26,8 +26,8 @@ from skdp.mechanisms import clip_rows
 from skdp.mechanisms._audit import record_releases
 from skdp.solvers import GLMProblem, ProblemSpec, SolverBudget
 
-__all__ = ["neighbours", "CoupledProblem", "CoupledZOProblem", "record_releases", "assert_event_as_planned",
-           "spec_for", "run_as_planned"]
+__all__ = ["neighbours", "CoupledProblem", "CoupledZOProblem", "record_releases", "assert_same_mechanisms",
+           "assert_event_as_planned", "spec_for", "run_as_planned"]
 
 
 def neighbours(n=400, d=4, seed=0, row=None):
@@ -126,6 +126,22 @@ class CoupledProblem(GLMProblem):
         # Each dataset truncates its own rows by its own per-row bounds (Algorithm 4's map).
         return self._copy(active=self.lipschitz_bounds(center, radius) <= threshold,
                           active2=self.other.lipschitz_bounds(center, radius) <= threshold)
+
+
+def assert_same_mechanisms(log, other):
+    """Two runs' release logs hold the same mechanisms in order, at the same noise per unit of sensitivity.
+
+    For coupled runs on neighbouring datasets whose released scales differ: every Gaussian or Laplace
+    release must have the same ``mu`` (noise per unit of sensitivity), every exponential draw the same
+    epsilon and utility sensitivity.
+    """
+    assert len(log) == len(other)
+    for a, b in zip(log, other):
+        assert a.mechanism == b.mechanism
+        if a.mechanism == "exponential":
+            assert a.event.epsilon0 == b.event.epsilon0 and a.sensitivity == b.sensitivity
+        else:
+            assert math.isclose(a.event.mu, b.event.mu, rel_tol=1e-12)
 
 
 def assert_event_as_planned(released, planned, deltas=(1e-4, 1e-6), rel=1e-9):
