@@ -44,10 +44,10 @@ from sklearn.linear_model import LogisticRegressionCV, RidgeCV  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from skdp import BudgetAccountant, DPHeavyTailRegressor, DPInterpolatingClassifier  # noqa: E402
+from skdp import DPHeavyTailRegressor, DPInterpolatingClassifier  # noqa: E402
 from skdp.model_selection import DPRegularizationTuner  # noqa: E402
 
-from default_vs_tuned import LOGISTIC_GRID, RIDGE_GRID, data_for, scores  # noqa: E402
+from default_vs_tuned import LOGISTIC_GRID, RIDGE_GRID, data_for, fit_on_own_ledger, scores  # noqa: E402
 
 RAW = os.path.join(HERE, "results", "bilevel_raw.csv")
 SUMMARY = os.path.join(HERE, "results", "bilevel.md")
@@ -69,14 +69,7 @@ def run_cell(problem, n, eps, seed, methods=METHODS):
     def add(method, estimator):
         if method not in methods:
             return
-        acc = BudgetAccountant()
-        if hasattr(estimator, "accountant"):
-            estimator.set_params(accountant=acc, random_state=rs)
-        wrap = data["wrap"]
-        model = wrap(estimator, dense=True) if wrap is not None else make_pipeline(estimator)
-        start = time.perf_counter()
-        model.fit(data["X"], data["y"])
-        seconds = time.perf_counter() - start
+        model, seconds, spent = fit_on_own_ledger(estimator, data, rs)
         score, _ = scores(kind, data, model)
         final = model[-1]
         path = ""
@@ -93,7 +86,7 @@ def run_cell(problem, n, eps, seed, methods=METHODS):
         else:
             alpha = final[-1].alpha_ / n
         rows.append(dict(problem=problem, n=n, epsilon=eps, seed=seed, method=method, score=score,
-                         alpha=alpha, epsilon_spent=round(acc.spent.epsilon, 9), seconds=round(seconds, 3),
+                         alpha=alpha, epsilon_spent=round(spent, 9), seconds=round(seconds, 3),
                          path=path))
 
     if kind == "logistic":

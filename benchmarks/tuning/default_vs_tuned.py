@@ -139,28 +139,42 @@ def better(kind, a, b):
     return a < b if kind == "lasso" else a > b
 
 
+def fit_on_own_ledger(estimator, data, rs):
+    """Fit in the problem's pipeline, a private estimator on a fresh ledger with ``random_state=rs``.
+
+    Returns ``(model, seconds, epsilon spent)``; a non-private estimator is fitted as it is (0 spent).
+    """
+    acc = BudgetAccountant()
+    if hasattr(estimator, "accountant"):
+        estimator.set_params(accountant=acc, random_state=rs)
+    wrap = data["wrap"]
+    model = wrap(estimator, dense=True) if wrap is not None else make_pipeline(estimator)
+    start = time.perf_counter()
+    model.fit(data["X"], data["y"])
+    return model, time.perf_counter() - start, acc.spent.epsilon
+
+
+def cv_estimator(kind, n):
+    """The non-private CV estimator of the problem's kind, and its chosen strength in ``alpha``'s units."""
+    if kind == "logistic":
+        return (make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=10, max_iter=2000)),
+                lambda m: 1.0 / (m[-1].C_[0] * n))
+    if kind == "lasso":
+        return make_pipeline(StandardScaler(), LassoCV(alphas=30)), lambda m: m[-1].alpha_
+    return make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13))), lambda m: m[-1].alpha_ / n
+
+
 def run_cell(problem, n, seed):
     kind = KIND[problem]
     data = data_for(problem, n, seed)
     rs = 1000 * seed + 17
     rows = []
 
-    def fit(estimator):
-        wrap = data["wrap"]
-        model = wrap(estimator, dense=True) if wrap is not None else make_pipeline(estimator)
-        start = time.perf_counter()
-        model.fit(data["X"], data["y"])
-        return model, time.perf_counter() - start
-
     def add(method, estimator, alpha_of):
-        acc = BudgetAccountant()
-        if hasattr(estimator, "accountant"):
-            estimator.set_params(accountant=acc, random_state=rs)
-        model, seconds = fit(estimator)
+        model, seconds, spent = fit_on_own_ledger(estimator, data, rs)
         s1, s2 = scores(kind, data, model)
         rows.append(dict(problem=problem, n=n, seed=seed, method=method, score=s1, score2=s2,
-                         alpha=alpha_of(model[-1]), epsilon_spent=round(acc.spent.epsilon, 9),
-                         seconds=round(seconds, 3)))
+                         alpha=alpha_of(model[-1]), epsilon_spent=round(spent, 9), seconds=round(seconds, 3)))
         return rows[-1]
 
     default_alpha = (lambda m: m.alpha if m.alpha is not None else 1.0 / (m.C * len(data["y"]))) \
@@ -182,14 +196,7 @@ def run_cell(problem, n, seed):
     if kind == "ridge":  # the bilevel method tunes the ridge form only
         add("bilevel", DPRegularizationTuner(private_estimator(kind), alphas=grid_of(kind), method="bilevel",
                                              epsilon=EPSILON), tuned_alpha)
-    if kind == "logistic":
-        cv = make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=10, max_iter=2000))
-        add("cv", cv, lambda m: 1.0 / (m[-1].C_[0] * len(data["y"])))
-    elif kind == "lasso":
-        add("cv", make_pipeline(StandardScaler(), LassoCV(alphas=30)), lambda m: m[-1].alpha_)
-    else:
-        add("cv", make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13))),
-            lambda m: m[-1].alpha_ / n)
+    add("cv", *cv_estimator(kind, len(data["y"])))
     return rows
 
 

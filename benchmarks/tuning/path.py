@@ -24,18 +24,13 @@ import sys
 import time
 import warnings
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from sklearn.pipeline import make_pipeline  # noqa: E402
-
-from skdp import BudgetAccountant  # noqa: E402
 from skdp.model_selection import DPRegularizationTuner  # noqa: E402
 
-from default_vs_tuned import (EPSILON, KIND, better, data_for, grid_of, private_estimator, record,  # noqa: E402
-                              scores)
+from default_vs_tuned import (EPSILON, KIND, better, data_for, fit_on_own_ledger, grid_of,  # noqa: E402
+                              private_estimator, record, scores)
 
 RAW = os.path.join(HERE, "results", "path_raw.csv")
 RAW_EPSILONS = os.path.join(HERE, "results", "path_epsilons_raw.csv")  # epsilon other than 1
@@ -52,16 +47,10 @@ def run_cell(problem, n, seed, epsilon=EPSILON):
     rows = []
 
     def add(method, estimator, alpha_of):
-        acc = BudgetAccountant()
-        estimator.set_params(accountant=acc, random_state=rs)
-        model = data["wrap"](estimator, dense=True) if data["wrap"] is not None else make_pipeline(estimator)
-        start = time.perf_counter()
-        model.fit(data["X"], data["y"])
-        seconds = time.perf_counter() - start
+        model, seconds, spent = fit_on_own_ledger(estimator, data, rs)
         s1, s2 = scores(kind, data, model)
         rows.append(dict(problem=problem, n=n, epsilon=epsilon, seed=seed, method=method, score=s1, score2=s2,
-                         alpha=alpha_of(model[-1]), epsilon_spent=round(acc.spent.epsilon, 9),
-                         seconds=round(seconds, 3)))
+                         alpha=alpha_of(model[-1]), epsilon_spent=round(spent, 9), seconds=round(seconds, 3)))
         return rows[-1]
 
     add("default", private_estimator(kind).set_params(epsilon=epsilon), lambda m: m.alpha)

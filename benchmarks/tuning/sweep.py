@@ -38,13 +38,10 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from default_vs_tuned import KIND, better, data_for, grid_of, private_estimator, scores
-from sklearn.linear_model import LassoCV, LogisticRegressionCV, RidgeCV
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from skdp.model_selection import DPRegularizationTuner  # noqa: E402
 
-from skdp import BudgetAccountant
-from skdp.model_selection import DPRegularizationTuner
+from default_vs_tuned import (KIND, better, cv_estimator, data_for, fit_on_own_ledger, grid_of,  # noqa: E402
+                              private_estimator, scores)
 
 RAW = os.path.join(HERE, "results", "sweep_raw.csv")
 SUMMARY = os.path.join(HERE, "results", "sweep.md")
@@ -70,18 +67,11 @@ def run_cell(problem, n, epsilon, seed, with_cv):
     rows = []
 
     def add(method, estimator, alpha_of):
-        acc = BudgetAccountant()
-        if hasattr(estimator, "accountant"):
-            estimator.set_params(accountant=acc, random_state=rs)
-        wrap = data["wrap"]
-        model = wrap(estimator, dense=True) if wrap is not None else make_pipeline(estimator)
-        start = time.perf_counter()
-        model.fit(data["X"], data["y"])
-        seconds = time.perf_counter() - start
+        model, seconds, spent = fit_on_own_ledger(estimator, data, rs)
         s1, s2 = scores(kind, data, model)
-        rows.append(dict(problem=problem, n=n, epsilon=epsilon, seed=seed, method=method, score=s1, score2=s2,
-                         alpha=alpha_of(model[-1]), epsilon_spent=round(acc.spent.epsilon, 9),
-                         seconds=round(seconds, 3)))
+        rows.append({"problem": problem, "n": n, "epsilon": epsilon, "seed": seed, "method": method,
+                     "score": s1, "score2": s2, "alpha": alpha_of(model[-1]), "epsilon_spent": round(spent, 9),
+                     "seconds": round(seconds, 3)})
         return rows[-1]
 
     default = add("default", private_estimator(kind).set_params(epsilon=epsilon), default_alpha_of(kind, n))
@@ -96,14 +86,7 @@ def run_cell(problem, n, epsilon, seed, with_cv):
     rows.append(dict(best, method="oracle"))
     add("auto", DPRegularizationTuner(private_estimator(kind), epsilon=epsilon), lambda m: m.alpha_)
     if with_cv:
-        if kind == "logistic":
-            add("cv", make_pipeline(StandardScaler(), LogisticRegressionCV(Cs=10, max_iter=2000)),
-                lambda m: 1.0 / (m[-1].C_[0] * n))
-        elif kind == "lasso":
-            add("cv", make_pipeline(StandardScaler(), LassoCV(alphas=30)), lambda m: m[-1].alpha_)
-        else:
-            add("cv", make_pipeline(StandardScaler(), RidgeCV(alphas=np.logspace(-3, 3, 13))),
-                lambda m: m[-1].alpha_ / n)
+        add("cv", *cv_estimator(kind, n))
     return rows
 
 
