@@ -28,6 +28,10 @@ columns) into a :class:`DeclaredBounds`, and then
   set from a private median of the row norms;
 * clips the target to ``y_bounds`` (its centre and scale stay private: four
   quantiles out of the fit's hundreds, and robust to a loose range).
+* lets an estimator that asks for it (the classifier) release the column
+  means of the clipped rows when every column is in a block, the level
+  frequencies, at sensitivity ``sqrt(2 * blocks) / n``
+  (:mod:`~skdp.linear_model._standardise`, where the argument is written).
 
 Privacy. The clip is a per-record map with public parameters: a row's clipped
 values depend on that row and on the bounds only, so replacing one row changes

@@ -610,7 +610,8 @@ class DPInterpolatingClassifier(PrivateLinearModel, ClassifierMixin, BaseEstimat
         # With every column in a declared one-hot block, the whitening centres the columns with means
         # from the block-means release (noise about 0.4 times the Gram's on three blocks), and the
         # centring release is not made (public rule: releases_block_means). Sparse one-hot table,
-        # n = 8000, epsilon = 1, ten splits: ROC AUC 0.889 -> 0.90x (median).
+        # n = 8000, epsilon = 1, ten splits: ROC AUC median 0.889 -> 0.906, every split up; a four-categorical
+        # table not used for the choice (8/30/100/300 levels) 0.879 -> 0.886.
         centred = bool(self.fit_intercept) and (
             mode == "robust" or (self._block_means
                                  and releases_block_means(mode, self.fit_intercept, getattr(self, "_declared", None))))
