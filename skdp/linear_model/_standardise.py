@@ -52,11 +52,13 @@ public rule: the classifier, whose few steps need rows centred well, see
 :data:`BLOCK_MEAN_SHARE` of the budget and before the second moments: the
 vector of the column means of ``z`` (for a block column ``z = x``: the level
 frequencies). Sensitivity ``sqrt(2 B) / n`` for ``B`` blocks, for any input:
-after the per-record clip every block's part of a row has entries in
-``[0, 1]`` and norm at most 1, so replacing a row changes that block's part of
+the release clips every block's part of each row to entries in ``[0, 1]`` and
+then to norm at most 1, in float64 (its own per-record map, a no-op after the
+declared clip, so the bound does not rest on that clip's float32 rounding or
+on the bounds), so replacing a row changes that block's part of
 the column sums by ``a - b`` with ``a, b >= 0``, ``||a - b||^2 = ||a||^2 +
-||b||^2 - 2 a.b <= 2``; a constant column has ``z = 0`` in every row; the
-blocks are disjoint, so the squares add up to ``2 B``. The whitening combines
+||b||^2 - 2 a.b <= 2``; the columns outside the blocks (declared constant,
+``z = 0``) add 0; the blocks are disjoint, so the squares add up to ``2 B``. The whitening combines
 these means with the Gram's (post-processing,
 :func:`~skdp.linear_model._whitening.whitening_from_second_moment`).
 
@@ -667,8 +669,8 @@ class PrivateStandardiser:
                 # Every column in a block or constant: the column means of z (see the module docstring).
                 sensitivity = block_means_sensitivity(len(self.declared.features.blocks), n)
                 means_std = self._std(BLOCK_MEAN_SHARE) * sensitivity
-                means, event = gaussian_mechanism(rows.sum(_standardised_column_sums, cx, sx) / n, sensitivity,
-                                                  means_std, random_state=rng)
+                sums = rows.sum(_standardised_column_sums, cx, sx, self.declared.features.blocks)
+                means, event = gaussian_mechanism(sums / n, sensitivity, means_std, random_state=rng)
             elif name == "second_moment":
                 bound = gram_bound if not exact else math.inf
                 std = 0.0 if exact else self._std(self._gram_share()) * _sensitivity_of_gram(gram_bound, n)
@@ -742,12 +744,41 @@ def _standardised_second_moments(X, y, cx, sx, bound):
     return clipped_second_moment_sum(PrivateStandardiser._standardised(X, cx, sx).blocks(), bound)[0]
 
 
-def _standardised_column_sums(X, y, cx, sx):
-    """``sum z`` over the rows, ``z = (x - c) / s`` (the block-means release; a vector of length d)."""
-    Z = PrivateStandardiser._standardised(X, cx, sx)
-    if isinstance(Z, LinearDesign):
-        return Z.rmatvec(np.ones(Z.shape[0]))[:-1]
-    return np.einsum("ij->j", Z.Z[:, :-1]) if Z.Z.shape[0] else np.zeros(Z.Z.shape[1] - 1)
+def _standardised_column_sums(X, y, cx, sx, blocks):
+    """``sum z`` over the rows, each block's part of ``z = (x - c) / s`` clipped (the block-means release).
+
+    Every row's part in each block is clipped to ``[0, 1]`` and then to
+    Euclidean norm 1, in float64: a no-op on the rows the declared clip leaves,
+    but it makes the release's sensitivity ``sqrt(2 B) / n`` rest on this map
+    alone (a float32 block clip can leave a norm of ``1 + 1e-5``; a bound changed
+    after validation could let negative values in). The columns outside the
+    blocks are declared constant (``z = 0`` after the declared clip) and add 0.
+    O(nnz) for a sparse X. A vector of length d.
+    """
+    d = cx.shape[0]
+    sums = np.zeros(d)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        block_of = np.full(d, -1)
+        for k, block in enumerate(blocks):
+            block_of[list(block)] = k
+        kept = block_of[X.indices] >= 0
+        cols = X.indices[kept]
+        # A block column's public centre is 0 (its bounds are (0, 1)), so its implicit zeros have z = 0.
+        z = np.clip((np.clip(X.data[kept].astype(float), -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT) - cx[cols])
+                    / sx[cols], 0.0, 1.0)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[kept]
+        _, part = np.unique(rows * len(blocks) + block_of[cols], return_inverse=True)
+        norms = np.sqrt(np.bincount(part, weights=z * z))
+        z = z / np.maximum(norms, 1.0)[part]
+        return sums + np.bincount(cols, weights=z, minlength=d)
+    Z = PrivateStandardiser._standardised(X, cx, sx).Z
+    for block in blocks:
+        cols = list(block)
+        part = np.clip(Z[:, cols].astype(float, copy=False), 0.0, 1.0)
+        norms = np.sqrt(np.einsum("ij,ij->i", part, part))
+        sums[cols] = np.einsum("ij->j", part / np.maximum(norms, 1.0)[:, None])
+    return sums
 
 
 def _feature_norms(X, y, scaling):

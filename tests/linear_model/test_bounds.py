@@ -289,6 +289,46 @@ def test_the_classifiers_block_means_stay_within_their_sensitivity_on_neighbours
     assert first.event.noise_std == pytest.approx(sensitivity / (math.sqrt(BLOCK_MEAN_SHARE) * plan.standardiser.mu))
 
 
+def _float32_block_neighbours(sparse):
+    """One block of 1000 levels in float32, and neighbouring rows whose block norms float32 rounds to 1.
+
+    Each row has four entries 1 / 2 and 496 tiny entries 1.2e-4, on disjoint halves of the block: the
+    norm is 1 + 3.6e-6, but the float32 sum of the squares loses the tiny ones, so the dense clip (in
+    the input's dtype) leaves the row as it is. The sparse clip sums the squares in float64 and keeps
+    the bound; the sparse case checks the release's own sparse clip.
+    """
+    k, half = 1000, 500
+    rng = np.random.default_rng(0)
+    X = np.eye(k, dtype=np.float32)[rng.integers(0, k, 400)]
+    labels = rng.integers(0, 2, 400)
+    first, second = X.copy(), X.copy()
+    for data, offset in ((first, 0), (second, half)):
+        data[0] = 0.0
+        data[0, offset:offset + half] = np.float32(1.2e-4)
+        data[0, offset:offset + 4] = np.float32(0.5)
+    if sparse:
+        first, second = sp.csr_matrix(first), sp.csr_matrix(second)
+    return first, second, labels, FeatureBounds(np.zeros(k), np.ones(k), blocks=[range(k)])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_block_means_stay_within_their_sensitivity_on_float32_rows(sparse):
+    first, second, labels, bounds = _float32_block_neighbours(sparse)
+    released = []
+    for X in (first, second):
+        with record_releases() as log, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            DPInterpolatingClassifier(epsilon=50.0, classes=[0, 1], bounds=bounds, max_iter=2, random_state=0,
+                                      accountant=BudgetAccountant()).fit(X, labels)
+        released.append([r for r in log if r.mechanism == "gaussian" and r.value.size == X.shape[1]])
+    assert len(released[0]) == len(released[1]) == 1
+    a, b = released[0][0], released[1][0]
+    assert a.event == b.event and a.sensitivity == pytest.approx(block_means_sensitivity(1, 400))
+    # Disjoint supports: the means move by (almost) the whole sensitivity, and never by more.
+    ratio = np.linalg.norm(a.value - b.value) / a.sensitivity
+    assert 0.99 < ratio <= 1.0 + 1e-12
+
+
 def test_the_block_means_replace_the_classifiers_centring_release_and_only_there():
     (X, labels), _, bounds = _all_block_neighbours()
 
