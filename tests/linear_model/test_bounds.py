@@ -329,6 +329,23 @@ def test_the_block_means_stay_within_their_sensitivity_on_float32_rows(sparse):
     assert 0.99 < ratio <= 1.0 + 1e-12
 
 
+def test_a_feature_bounds_changed_after_it_was_built_is_validated_again_before_anything_is_spent():
+    (X, labels), _, bounds = _all_block_neighbours()
+    bounds.lower[:] = -1.0  # every block column now declared (-1, 1), which a block may not be
+    acc = BudgetAccountant()
+    message = "no longer valid.*one-hot block must be declared.*Nothing was spent"
+    with pytest.raises(ValueError, match=message):
+        DPInterpolatingClassifier(epsilon=1.0, classes=[0, 1], bounds=bounds, max_iter=5, random_state=0,
+                                  accountant=acc).fit(X, labels)
+    assert acc.events == ()
+    # A change made after the bounds were resolved does not reach the fit: it holds copies.
+    _, _, valid = _all_block_neighbours()
+    declared = resolve_bounds(valid, None, 9)
+    valid.lower[:] = -1.0
+    np.testing.assert_array_equal(declared.features.lower, 0.0)
+    assert declared.features.blocks == valid.blocks
+
+
 def test_the_block_means_replace_the_classifiers_centring_release_and_only_there():
     (X, labels), _, bounds = _all_block_neighbours()
 
