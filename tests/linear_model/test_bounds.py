@@ -346,6 +346,31 @@ def test_a_feature_bounds_changed_after_it_was_built_is_validated_again_before_a
     assert declared.features.blocks == valid.blocks
 
 
+def test_with_block_means_the_solver_makes_no_centring_release_and_otherwise_one(monkeypatch):
+    from skdp.solvers.interpolation import clipped_gd
+
+    calls = []
+    release = clipped_gd.release_row_mean
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return release(*args, **kwargs)
+
+    monkeypatch.setattr(clipped_gd, "release_row_mean", counted)
+    (X, labels), _, bounds = _all_block_neighbours()
+    with record_releases() as log:
+        DPInterpolatingClassifier(epsilon=1.0, classes=[0, 1], bounds=bounds, max_iter=5, random_state=0,
+                                  accountant=BudgetAccountant()).fit(X, labels)
+    sensitivity = block_means_sensitivity(2, X.shape[0])
+    assert sum(r.mechanism == "gaussian" and r.value.size == 9 and r.sensitivity == pytest.approx(sensitivity)
+               for r in log) == 1
+    assert calls == []
+    mixed, y, mixed_bounds = _mixed(n=1500, seed=4)
+    DPInterpolatingClassifier(epsilon=1.0, classes=[0, 1], bounds=mixed_bounds, max_iter=5, random_state=0,
+                              accountant=BudgetAccountant()).fit(mixed, (y > 0).astype(int))
+    assert calls == [1]
+
+
 def test_the_block_means_replace_the_classifiers_centring_release_and_only_there():
     (X, labels), _, bounds = _all_block_neighbours()
 
@@ -426,12 +451,17 @@ def test_without_noise_the_classifier_is_logistic_regression_on_the_clipped_data
     np.testing.assert_allclose(dp.predict_proba(Xc), lr.predict_proba(Xc), atol=5e-3)
 
 
-def test_without_noise_the_classifier_on_block_rows_is_logistic_regression():
+def test_smoke_without_noise_the_all_block_classifier_is_logistic_regression():
+    # A smoke test: the all-block path (block means, exact at epsilon = inf) runs and reaches the optimum.
+    # It does not show the block means matter: without noise the centring leaves the optimum where it is,
+    # so it passes with them turned off too, and the Gaussian count below is never 0. What the block means
+    # replace is checked in test_with_block_means_the_solver_makes_no_centring_release_and_otherwise_one.
     (X, labels), _, bounds = _all_block_neighbours()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         dp = DPInterpolatingClassifier(epsilon=math.inf, C=1.0, bounds=bounds, classes=[0, 1],
                                        accountant=BudgetAccountant()).fit(X, labels)
+        assert dp._prepare_fit(X, labels)[4].standardiser.block_means
     assert dp.privacy_event_.releases(GaussianRelease) > 0 and dp.scaling_["mode"] in ("columns", "coarse", "scale")
     lr = LogisticRegression(C=1.0, max_iter=10_000, tol=1e-10).fit(X, labels)
     np.testing.assert_allclose(dp.predict_proba(X), lr.predict_proba(X), atol=5e-3)
