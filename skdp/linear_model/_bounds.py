@@ -3,7 +3,9 @@
 A fit with ``bounds=`` (and ``y_bounds=`` for the regressors) resolves them
 before anything is spent (:func:`resolve_bounds`: finite, ``lower <= upper``,
 the right length or known feature names, one-hot blocks of ``(0, 1)``
-columns) into a :class:`DeclaredBounds`, and then
+columns; a :class:`~skdp.preprocessing.FeatureBounds` is built again from
+copies, so a change to its arrays after construction is validated, and one
+during the fit does not reach it) into a :class:`DeclaredBounds`, and then
 
 * clips every declared value to its bounds, and every row's one-hot block to
   Euclidean norm 1 (:meth:`DeclaredBounds.clip`, :meth:`DeclaredBounds.clip_target`);
@@ -28,6 +30,10 @@ columns) into a :class:`DeclaredBounds`, and then
   set from a private median of the row norms;
 * clips the target to ``y_bounds`` (its centre and scale stay private: four
   quantiles out of the fit's hundreds, and robust to a loose range).
+* lets an estimator that asks for it (the classifier) release the column
+  means of the clipped rows when every column is in a block, the level
+  frequencies, at sensitivity ``sqrt(2 * blocks) / n``
+  (:mod:`~skdp.linear_model._standardise`, where the argument is written).
 
 Privacy. The clip is a per-record map with public parameters: a row's clipped
 values depend on that row and on the bounds only, so replacing one row changes
@@ -224,7 +230,16 @@ def _feature_bounds(bounds, d, names):
                 differ = [(a, b) for a, b in zip(theirs, names_list) if a != b][:5]
                 raise ValueError(f"bounds was built for other features than X's (first differences, bounds "
                                  f"vs X: {differ}). Nothing was spent.")
-        return bounds
+        # Built again from copies: its arrays are public attributes, and a change made after construction
+        # (say lower[:] = -1 under a block, whose sensitivity arguments need values in [0, 1]) must be
+        # validated, and a change made during the fit must not reach it.
+        try:
+            return FeatureBounds(np.array(bounds.lower, dtype=float), np.array(bounds.upper, dtype=float),
+                                 bounds.blocks,
+                                 None if bounds.feature_names is None else list(bounds.feature_names))
+        except ValueError as error:
+            raise ValueError(f"bounds, a FeatureBounds changed since it was built, is no longer valid: "
+                             f"{error} Nothing was spent.") from None
     if isinstance(bounds, dict):
         if names_list is None:
             raise ValueError("bounds given as a dict needs X with feature names (a DataFrame); for an array "

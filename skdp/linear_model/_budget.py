@@ -184,7 +184,7 @@ def choose_whitened(scaling, n_samples, n_features, fit_intercept, solver_quanti
 
 def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
                 scaling_share="auto", schedule="practical", adapt_solver=True, stacklevel=3, scale_target=True,
-                post_fit=REGRESSION_POST_FIT, extra_quantiles=0, declared=None):
+                post_fit=REGRESSION_POST_FIT, extra_quantiles=0, declared=None, block_means=False):
     """The :class:`BudgetPlan` of a fit, from public inputs only.
 
     The whitened modes (:mod:`~skdp.linear_model._standardise`) are used when
@@ -226,6 +226,10 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         target keeps its own), so the plan counts fewer, and
         what they would have cost goes to the Gaussian releases (the calibration
         spends the whole target on what remains).
+    block_means : bool, default=False
+        Whether the estimator asks for the block-means release of the
+        whitened modes (:mod:`~skdp.linear_model._standardise`; made only when
+        every column is in a declared block, with an intercept).
 
     Warns
     -----
@@ -247,7 +251,7 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
         if chosen is not None:
             return _plan_whitened(epsilon, delta, n, d, fit_intercept, whitened_solver, make_spec, *chosen,
                                   scale_target=scale_target, post_fit=post_fit, extra_quantiles=extra_quantiles,
-                                  declared=declared)
+                                  declared=declared, block_means=block_means)
     if scaling in WHITENED_MODES:
         raise ValueError(f"scaling={scaling!r} needs scaling_share='auto' and a solver schedule without a "
                          "public smoothness bound.")
@@ -329,12 +333,13 @@ PURE_MODES = ("robust", "pooled", "none")
 
 def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, make_spec, scaling="auto",
                      scaling_share="auto", scale_target=True, stacklevel=3, post_fit=None, extra_quantiles=0,
-                     declared=None):
+                     declared=None, block_means=False):
     """The :class:`BudgetPlan` of a pure epsilon-DP fit (``delta = 0``), from public inputs only.
 
     Only pure mechanisms are used: the exponential-mechanism quantiles of the
     column-wise modes (robust, pooled, none; the whitened modes release a
-    Gaussian second-moment matrix) and Laplace-type releases.
+    Gaussian second-moment matrix, so ``block_means``, a request of the
+    whitened modes, is accepted and has no effect) and Laplace-type releases.
     They compose by basic composition: the quantiles get
     ``epsilon * n >= 80`` each within 25% of ``epsilon`` (robust, else
     pooled; 40% when even pooled is short), every post-fit release
@@ -393,7 +398,7 @@ def plan_pure_budget(*, epsilon, n_samples, n_features, fit_intercept, solver, m
 
 
 def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode, eps_q, *, scale_target=True,
-                   post_fit=REGRESSION_POST_FIT, extra_quantiles=0, declared=None):
+                   post_fit=REGRESSION_POST_FIT, extra_quantiles=0, declared=None, block_means=False):
     """The plan of a whitened mode: one Gaussian budget ``mu`` shared by standardisation and solver."""
     spec = make_spec(mode)
     full = not spec.l1 and (not spec.ridge or solver.capabilities.matrix_penalty)
@@ -407,7 +412,7 @@ def _plan_whitened(epsilon, delta, n, d, fit_intercept, solver, make_spec, mode,
     def standardiser(mu, bound_multiplier=1.0):
         return PrivateStandardiser(mode, eps_q, fit_intercept, mu=mu, bound_multiplier=bound_multiplier,
                                    full_whitening=full, magnitude_check=check, scale_target=scale_target,
-                                   declared=declared)
+                                   declared=declared, block_means=block_means)
 
     share = standardiser(1.0).gaussian_share()
     solver_fraction = math.sqrt(1.0 - share - sum(post_fit.values()))

@@ -83,6 +83,9 @@ class PrivateLinearModel(DPEstimatorMixin):
     _has_fit_check = True
     # Whether fit accepts Dask collections (the configurations of skdp.linear_model._rows).
     _dask_input = False
+    # Whether the whitened modes release the block means when every column is in a declared one-hot
+    # block (skdp.linear_model._standardise; a public rule per estimator).
+    _block_means = False
 
     # -- hooks ---------------------------------------------------------------------------------
     def _check_parameters(self):
@@ -283,7 +286,7 @@ class PrivateLinearModel(DPEstimatorMixin):
                   "make_spec": lambda mode: self._problem_spec(solver, n, d, mode),
                   "scaling": getattr(self, "scaling", "auto"),
                   "scaling_share": getattr(self, "scaling_share", "auto"), "scale_target": self._scales_target,
-                  "declared": getattr(self, "_declared", None)}
+                  "declared": getattr(self, "_declared", None), "block_means": self._block_means}
         post_fit, extra_quantiles = self._post_fit_plan(n)
         if delta == 0.0:
             return plan_pure_budget(**common, stacklevel=5, post_fit=post_fit, extra_quantiles=extra_quantiles)

@@ -45,6 +45,23 @@ give caps the clip. The data are clipped to the bounds before they
 reach the standardiser (a per-record map; the sensitivities above hold for any
 input, clipped or not).
 
+Block means. When every column is in a block (or declared constant), a fit
+with an intercept, and the estimator asks for them (``block_means=True``, a
+public rule: the classifier, whose few steps need rows centred well, see
+:mod:`~skdp.linear_model._interpolating`), one more Gaussian release, at
+:data:`BLOCK_MEAN_SHARE` of the budget and before the second moments: the
+vector of the column means of ``z`` (for a block column ``z = x``: the level
+frequencies). Sensitivity ``sqrt(2 B) / n`` for ``B`` blocks, for any input:
+the release clips every block's part of each row to entries in ``[0, 1]`` and
+then to norm at most 1, in float64 (its own per-record map, a no-op after the
+declared clip, so the bound does not rest on that clip's float32 rounding or
+on the bounds), so replacing a row changes that block's part of
+the column sums by ``a - b`` with ``a, b >= 0``, ``||a - b||^2 = ||a||^2 +
+||b||^2 - 2 a.b <= 2``; the columns outside the blocks (declared constant,
+``z = 0``) add 0; the blocks are disjoint, so the squares add up to ``2 B``. The whitening combines
+these means with the Gram's (post-processing,
+:func:`~skdp.linear_model._whitening.whitening_from_second_moment`).
+
 ``m_B = max(1, (nu / 50)^(1/4))`` grows with the public budget per coefficient
 ``nu = n mu / p`` and is infinite at ``epsilon = inf``, where nothing is clipped.
 
@@ -81,6 +98,7 @@ from ..mechanisms import (
     clip_factors,
     clip_rows,
     column_statistics_event,
+    gaussian_mechanism,
     magnitude_check_sensitivity,
     pooled_scaling_event,
     private_column_statistics,
@@ -115,6 +133,10 @@ MAGNITUDE_SHARE = 0.05
 # noise then equals that of GRAM_SHARE at 1.5 times the public row bound, the clip the whitening's
 # variance floor was tuned with, at (1 / 1.5^4) of the budget.
 BLOCK_GRAM_SHARE = GRAM_SHARE / 1.5**4
+# Share of the block-means release (see the module docstring): about the budget of the classifier's own
+# centring release, which it replaces. Its entries' noise is then sqrt(BLOCK_GRAM_SHARE / BLOCK_MEAN_SHARE)
+# sqrt(2 B) / (1 + B) times that of the Gram's column means (0.37 for three blocks).
+BLOCK_MEAN_SHARE = 0.08
 # Row bounds are this multiple of m_B times a private median row norm.
 _BOUND_MULTIPLE = 1.5
 # Values beyond +-1e15 are clipped and standardised values to +-1e100 (public per-record
@@ -367,10 +389,13 @@ class PrivateStandardiser:
     declared : DeclaredBounds or None, default=None
         Public bounds of the columns (the data passed to :meth:`fit` must
         already be clipped to them).
+    block_means : bool, default=False
+        Release the column means when every column is in a declared block
+        (see the module docstring and :func:`releases_block_means`).
     """
 
     def __init__(self, mode, quantile_epsilon, fit_intercept=True, *, mu=math.inf, bound_multiplier=1.0,
-                 full_whitening=True, magnitude_check=False, scale_target=True, declared=None):
+                 full_whitening=True, magnitude_check=False, scale_target=True, declared=None, block_means=False):
         if mode not in MODES:
             raise ValueError(f"Unknown scaling mode {mode!r}; choose one of {MODES}.")
         self.mode = mode
@@ -382,6 +407,7 @@ class PrivateStandardiser:
         self.magnitude_check = bool(magnitude_check) and mode in WHITENED_MODES
         self.scale_target = bool(scale_target)
         self.declared = declared
+        self.block_means = bool(block_means) and releases_block_means(mode, fit_intercept, declared)
 
     # -- public rules ------------------------------------------------------------------------
     @staticmethod
@@ -412,7 +438,8 @@ class PrivateStandardiser:
         """Share of the fit's Gaussian budget ``mu^2`` that this standardiser spends."""
         if self.mode not in WHITENED_MODES:
             return 0.0
-        return self._gram_share() + (MAGNITUDE_SHARE if self.magnitude_check else 0.0)
+        return (self._gram_share() + (MAGNITUDE_SHARE if self.magnitude_check else 0.0)
+                + (BLOCK_MEAN_SHARE if self.block_means else 0.0))
 
     def _gram_share(self):
         """Share of ``mu^2`` of the second-moment release (public rule: smaller when every column is in a block)."""
@@ -470,6 +497,8 @@ class PrivateStandardiser:
                 steps.append(("magnitude_check", GaussianRelease(1.0, self._std(MAGNITUDE_SHARE))))
             if not self._public_gram_bound():
                 steps.append(("second_moment_bound", ExponentialMechanismRelease(eps)))
+            if self.block_means:
+                steps.append(("block_means", GaussianRelease(1.0, self._std(BLOCK_MEAN_SHARE))))
             steps.append(("second_moment", GaussianRelease(1.0, self._std(self._gram_share()))))
             steps.append(("row_bound", ExponentialMechanismRelease(eps)))
             return steps
@@ -576,6 +605,7 @@ class PrivateStandardiser:
         if self.declared is not None:
             cx, sx, _, _ = self._declared_statistics(d)
         gram_bound = row_bound = math.inf
+        means, means_std = None, 0.0
         if self._public_gram_bound():
             # Every column in a block: the norm of [z, 1] is bounded publicly (1 + 1 per block), so the clip
             # is that bound and clips no row. The release's noise is what it was with the clip at 1.5 times
@@ -635,6 +665,12 @@ class PrivateStandardiser:
                 cap = (math.inf if self.declared is None
                        else _BOUND_MULTIPLE * self.declared.gram_row_bound(cx, sx))
                 gram_bound = min(_BOUND_MULTIPLE * median, cap)
+            elif name == "block_means":
+                # Every column in a block or constant: the column means of z (see the module docstring).
+                sensitivity = block_means_sensitivity(len(self.declared.features.blocks), n)
+                means_std = self._std(BLOCK_MEAN_SHARE) * sensitivity
+                sums = rows.sum(_standardised_column_sums, cx, sx, self.declared.features.blocks)
+                means, event = gaussian_mechanism(sums / n, sensitivity, means_std, random_state=rng)
             elif name == "second_moment":
                 bound = gram_bound if not exact else math.inf
                 std = 0.0 if exact else self._std(self._gram_share()) * _sensitivity_of_gram(gram_bound, n)
@@ -643,7 +679,8 @@ class PrivateStandardiser:
                 if not center:
                     # Without an intercept the columns are not centred: uncentred second moments.
                     gram[:d, d] = gram[d, :d] = 0.0
-                whitening = whitening_from_second_moment(gram, std, d, full_allowed=self.full_whitening)
+                whitening = whitening_from_second_moment(gram, std, d, full_allowed=self.full_whitening,
+                                                         mean=means, mean_std=means_std)
             else:  # "row_bound": median of the norms of the whitened feature rows
                 scaling = self._scaling(cx, sx, cy, sy, math.inf, whitening)
                 norms = rows.values(_feature_norms, scaling)
@@ -707,6 +744,43 @@ def _standardised_second_moments(X, y, cx, sx, bound):
     return clipped_second_moment_sum(PrivateStandardiser._standardised(X, cx, sx).blocks(), bound)[0]
 
 
+def _standardised_column_sums(X, y, cx, sx, blocks):
+    """``sum z`` over the rows, each block's part of ``z = (x - c) / s`` clipped (the block-means release).
+
+    Every row's part in each block is clipped to ``[0, 1]`` and then to
+    Euclidean norm 1, in float64: a no-op on the rows the declared clip leaves,
+    but it makes the release's sensitivity ``sqrt(2 B) / n`` rest on this map
+    alone (a float32 block clip can leave a norm of ``1 + 1e-5``; a bound changed
+    after validation could let negative values in). The columns outside the
+    blocks are declared constant (``z = 0`` after the declared clip) and add 0.
+    O(nnz) for a sparse X. A vector of length d.
+    """
+    d = cx.shape[0]
+    sums = np.zeros(d)
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        block_of = np.full(d, -1)
+        for k, block in enumerate(blocks):
+            block_of[list(block)] = k
+        kept = block_of[X.indices] >= 0
+        cols = X.indices[kept]
+        # A block column's public centre is 0 (its bounds are (0, 1)), so its implicit zeros have z = 0.
+        z = np.clip((np.clip(X.data[kept].astype(float), -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT) - cx[cols])
+                    / sx[cols], 0.0, 1.0)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[kept]
+        _, part = np.unique(rows * len(blocks) + block_of[cols], return_inverse=True)
+        norms = np.sqrt(np.bincount(part, weights=z * z))
+        z = z / np.maximum(norms, 1.0)[part]
+        return sums + np.bincount(cols, weights=z, minlength=d)
+    Z = PrivateStandardiser._standardised(X, cx, sx).Z
+    for block in blocks:
+        cols = list(block)
+        part = np.clip(Z[:, cols].astype(float, copy=False), 0.0, 1.0)
+        norms = np.sqrt(np.einsum("ij,ij->i", part, part))
+        sums[cols] = np.einsum("ij->j", part / np.maximum(norms, 1.0)[:, None])
+    return sums
+
+
 def _feature_norms(X, y, scaling):
     """The norms of the whitened feature rows (the row bound)."""
     return scaling.feature_norms(X)
@@ -715,6 +789,21 @@ def _feature_norms(X, y, scaling):
 def _scaled_row_norms(X, y, cx, sx):
     """The norms of ``(x - c) / s`` (the row bound of the "pooled" and "target" modes)."""
     return row_norms((X - cx) / sx)
+
+
+def releases_block_means(mode, fit_intercept, declared):
+    """Whether a fit that asks for them releases the block means (public rule, see the module docstring).
+
+    A whitened mode, an intercept, and every column in a declared one-hot block
+    or declared constant, with at least one block.
+    """
+    return (mode in WHITENED_MODES and bool(fit_intercept) and declared is not None and declared.all_public()
+            and len(declared.features.blocks) > 0)
+
+
+def block_means_sensitivity(n_blocks, n):
+    """L2 sensitivity of the column means of ``z`` when every column is in one of ``n_blocks`` blocks or constant."""
+    return math.sqrt(2.0 * n_blocks) / n
 
 
 def _sensitivity_of_gram(bound, n):

@@ -10,7 +10,11 @@ rows clipped to a released bound) with Gaussian noise of standard deviation
   positive-part James-Stein (each carries noise of variance ``sigma^2 / 2``;
   unshrunk, that noise leaves the whitened columns with a common mean of
   squared norm ``~ d sigma^2 / 2``, a spike in the curvature that forces small
-  steps);
+  steps); when a separate release of the column means is given (``mean``,
+  with noise ``mean_std``: the block means of
+  :mod:`~skdp.linear_model._standardise`), the two independent estimates are
+  combined by inverse-variance weights before the shrinkage, which then uses
+  the combined variance;
 * variances ``v_j = max(C_jj, 2 sigma + 1e-8 max C)`` (a 0/1 column gets
   ``p (1 - p)``, a constant one the floor);
 * when the predicted spectral norm of the noise in the correlation matrix,
@@ -58,7 +62,7 @@ class Whitening:
     identified: np.ndarray = None
 
 
-def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
+def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True, mean=None, mean_std=0.0):
     """The :class:`Whitening` of ``d = n_features`` columns from a released ``(d + 1) x (d + 1)`` Gram.
 
     Parameters
@@ -71,6 +75,11 @@ def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
     full_allowed : bool
         Whether joint (off-diagonal) whitening may be used; otherwise only the
         column variances are (for L1 penalties, which must stay separable).
+    mean : ndarray of shape (d,) or None
+        A separately released estimate of the column means (None: the
+        means come from ``gram`` alone).
+    mean_std : float
+        Standard deviation of the noise of each entry of ``mean``.
 
     Examples
     --------
@@ -87,8 +96,14 @@ def whitening_from_second_moment(gram, sigma, n_features, full_allowed=True):
     k = d
     w_int = max(float(gram[k, k]), 0.5)  # mean of the squared clip factors (about 1)
     m = gram[:d, k] / w_int
-    if sigma > 0 and d > 2:
-        s2 = 0.5 * (sigma / w_int) ** 2
+    s2 = 0.5 * (sigma / w_int) ** 2  # the noise variance of every entry of m
+    if mean is not None:
+        # Inverse-variance weights of two independent unbiased estimates (an exact one alone).
+        v = float(mean_std) ** 2
+        weight = 1.0 if v == 0.0 else s2 / (s2 + v)
+        m = weight * np.asarray(mean, dtype=float) + (1.0 - weight) * m
+        s2 = weight * v
+    if s2 > 0 and d > 2:
         m = m * max(0.0, 1.0 - (d - 2) * s2 / max(float(m @ m), 1e-300))
     C = gram[:d, :d] / w_int - np.outer(m, m)
     sig = sigma / w_int
