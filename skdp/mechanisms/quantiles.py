@@ -13,6 +13,7 @@ budget on empty space.
 """
 
 import hashlib
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -166,6 +167,17 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
     one_column = x.ndim == 1
     x = x.reshape(x.shape[0], -1)
     n, n_columns = x.shape
+    from ._quantile_sampler import SortedColumns, sample_quantiles, uses_sampler
+
+    if uses_sampler(n, epsilon):  # a public rule (n, epsilon): the draw of the chunked quantile, bit for bit
+        state = jitter_generator(rng).bit_generator.state if jitter > 0 else None
+        spec = (lower, upper, log_scale, nonzero, float(jitter), state, False)
+        lower_t, upper_t = (math.log(lower), math.log(upper)) if log_scale else (lower, upper)
+        release = sample_quantiles(SortedColumns(x, spec), n, n_columns, quantile, epsilon, lower_t, upper_t,
+                                   pieces, rng)
+        estimate = np.exp(release) if log_scale else release
+        event = Repeated(ExponentialMechanismRelease(epsilon), n_columns)
+        return (float(estimate[0]) if one_column else estimate), event
     # Non-finite values get a fixed place (a per-record rule): NaN and -inf at the
     # lower bound, +inf at the upper. Raising instead would reveal the record.
     if not np.isfinite(x).all():
