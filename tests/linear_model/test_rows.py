@@ -89,6 +89,37 @@ def test_every_release_of_a_dask_fit_is_the_in_memory_release(client):
         np.testing.assert_allclose(ours.value, theirs.value, rtol=RTOL, atol=1e-14)
 
 
+def test_a_default_fit_through_the_count_only_quantile_sampler_is_the_in_memory_fit(client, monkeypatch):
+    # The sampler runs on more than 2^20 + 2 rows; lowered here to every quantile of 3000 rows. It
+    # releases every quantile from counts (nothing gathered) and the same draw as in memory: the same model.
+    from skdp.mechanisms import _quantile_sampler
+
+    monkeypatch.setattr(_quantile_sampler, "_SAMPLER_ABOVE", 1000)
+    columns = []
+    original = _quantile_sampler.sample_quantiles
+
+    def counted(*args, **kwargs):
+        columns.append(args[2])
+        return original(*args, **kwargs)
+
+    def no_gather(*args, **kwargs):
+        raise AssertionError("a quantile gathered values")
+
+    monkeypatch.setattr(_quantile_sampler, "sample_quantiles", counted)
+    monkeypatch.setattr(_rows.ChunkedValues, "gather", no_gather)
+    X, y, _ = _tables()["gaussian"]
+    memory, ledger = _fit(X, y, max_iter=8)
+    in_memory = list(columns)
+    chunks = (500, 1200, 700, 600)
+    dask_model, dask_ledger = _fit(da.from_array(X, chunks=(chunks, 2)), da.from_array(y, chunks=(chunks,)),
+                                   max_iter=8)
+    assert len(in_memory) >= 5 and columns == in_memory + in_memory  # every quantile, both fits
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert abs(dask_model.intercept_ - memory.intercept_) <= RTOL * max(1.0, abs(memory.intercept_))
+    assert_same_event(dask_model.privacy_event_, memory.privacy_event_)
+    assert_same_event(dask_ledger.events, ledger.events)
+
+
 def test_in_memory_fits_never_reach_the_chunked_rows(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("an in-memory fit used the chunked rows")
