@@ -143,6 +143,11 @@ def _as_row_chunked_array(obj, name, estimator):
     import dask.array as da
 
     if hasattr(obj, "to_dask_array"):  # dask.dataframe DataFrame or Series
+        if hasattr(obj, "optimize"):
+            # The optimised expression first: dask fuses the partitions of a small selection of
+            # read_parquet (one column of a table) when it computes, and the lengths of the unoptimised
+            # collection's partitions would then not match the partitions of its array.
+            obj = obj.optimize()
         obj = obj.to_dask_array(lengths=True)
     if not isinstance(obj, da.Array):
         raise TypeError(f"{type(estimator).__name__} on Dask input needs {name} as a dask.array.Array or a "

@@ -131,6 +131,23 @@ def test_in_memory_fits_never_reach_the_chunked_rows(monkeypatch):
     _fit(X, y)  # the default path
 
 
+def test_a_fit_from_read_parquet_with_a_one_column_target(client, tmp_path):
+    # dask fuses the partitions of a one-column selection of read_parquet: the target's partition
+    # lengths must be those of the optimised collection, or to_dask_array(lengths=True) fails.
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe is not installed")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow", reason="pyarrow (for Parquet) is not installed")
+    X, y, _ = _tables()["gaussian"]
+    frame = pd.DataFrame(np.column_stack([X, y]), columns=["a", "b", "c", "d", "y"])
+    for i, start in enumerate(range(0, len(frame), 750)):
+        frame.iloc[start:start + 750].to_parquet(tmp_path / f"part{i}.parquet")
+    table = dd.read_parquet(str(tmp_path))
+    dask_model, _ = _fit(table[["a", "b", "c", "d"]], table["y"], **CONFIGS["absolute_loss"])
+    memory, _ = _fit(frame[["a", "b", "c", "d"]], frame["y"], **CONFIGS["absolute_loss"])
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert_same_event(dask_model.privacy_event_, memory.privacy_event_)
+
+
 def test_dask_dataframe_input_keeps_feature_names(client):
     dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe is not installed")
     pd = pytest.importorskip("pandas")
