@@ -30,6 +30,11 @@ the draw is the in-memory one:
   release is epsilon-DP, as in memory), and it is the in-memory selection up to
   floating-point rounding of the weights.
 
+When the window would hold more than ``2^20 + 2`` values (a public rule:
+:func:`~skdp.mechanisms._quantile_sampler.uses_sampler`), the quantile is
+drawn instead by rejection from counts (:mod:`skdp.mechanisms._quantile_sampler`),
+which gathers nothing and releases the in-memory draw bit for bit.
+
 With ``epsilon = inf`` the exact empirical quantile is returned from the two
 order statistics around it, as :func:`numpy.quantile` interpolates them.
 """

@@ -10,6 +10,13 @@ rank by at most one, so the draw is epsilon-DP and epsilon-bounded-range
 positive quantities that span orders of magnitude (gradient norms, feature
 scales), where a uniform base measure on a wide public range would waste the
 budget on empty space.
+
+Columns of more than ``2^20 + 2`` values at an epsilon whose window of
+``80 / epsilon`` ranks would cover more than ``2^20`` of them (the default
+scaling's budget on such columns) are drawn from the same distribution by
+rejection from counts (:mod:`skdp.mechanisms._quantile_sampler`; a public rule
+on ``n`` and ``epsilon``), as chunked values on a cluster are: both release the
+same draw.
 """
 
 import hashlib
