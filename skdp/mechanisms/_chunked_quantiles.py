@@ -69,7 +69,8 @@ def window_gather_per_column(n_rows, epsilon):
     """
     if math.isinf(epsilon):
         return 2
-    half = math.ceil(2.0 * _WINDOW_NATS / epsilon) + 1
+    # Capped at n (the same count): 80 / epsilon overflows to inf for a subnormal epsilon.
+    half = math.ceil(min(2.0 * _WINDOW_NATS / epsilon, float(n_rows))) + 1
     return int(min(n_rows, max(2 * half + 1, _MAX_DISTINCT) + 2))
 
 
@@ -254,7 +255,7 @@ def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale,
     n_present = first[:, _BINS + 2] if nonzero else np.full(k, float(n))
     n_absent = n - n_present
     target = n_absent + quantile * n_present  # the rank k of the best interval (before max(., 0))
-    half = math.ceil(2.0 * _WINDOW_NATS / epsilon) + 1
+    half = math.ceil(min(2.0 * _WINDOW_NATS / epsilon, float(n))) + 1  # capped: the same clipped ranks
     lo_rank = np.clip(np.floor(target) - half, 1, n)
     hi_rank = np.clip(np.ceil(target) + half + 1, 1, n)
     a, b = _window(values, spec, lo_rank, hi_rank, False, full, first)

@@ -10,10 +10,11 @@ inside it (the in-memory code) is one way to draw from that density; this
 module draws from it exactly with counts only, which a table held in chunks
 gives by one reduction per pass (:mod:`skdp.mechanisms._chunked_quantiles`):
 
-1. Counting passes: the number of values below each edge of public bins
-   (``_BINS`` equal bins of the range, then the heavy bins split into
-   sub-bins) gives every bin ``[a, b]`` the range ``[C(a), C(b)]`` of
-   ``rank(x)`` for ``x`` in it. A bin whose factor can vary by more than
+1. Counting passes: the number of values below and at-or-below each edge
+   of the bins (``_BINS`` equal bins of the range, then the heavy bins split
+   into sub-bins) gives every bin ``[a, b]`` the range ``[C(<= a), C(< b)]``
+   of ``rank(x)`` for ``x`` inside it (at an end, where a tie makes the rank
+   ambiguous on a set of base measure zero, the rank is taken in that range). A bin whose factor can vary by more than
    ``_NATS`` nats inside it, and whose envelope is not negligible, is split
    by a further pass, at most ``_MAX_SPLITS`` of them.
 2. The envelope of a bin is ``base(bin) exp(-epsilon d_min / 2)``, ``d_min``
@@ -29,9 +30,10 @@ gives by one reduction per pass (:mod:`skdp.mechanisms._chunked_quantiles`):
    ``_MAX_ROUNDS`` rounds (public) is drawn by the exact in-memory
    selection from all of its values (``gather``): the release is then the
    exponential mechanism's draw too, so the mixture of both cases is exactly
-   the mechanism's distribution. With a split bin's factor varying by at
-   most one nat, a proposal is accepted with probability about ``1/e`` or
-   more, and 64 proposals already fail to give one with probability below
+   the mechanism's distribution. Where the bins that carry the envelope have
+   factors varying by at most one nat, a proposal is accepted with
+   probability about ``1/e`` or more (about 0.8 measured in default fits),
+   and the 64 proposals of the first round all fail with probability below
    ``1e-12``: that path is practically never taken.
 
 Randomness. The proposals and the uniforms ``v`` are drawn from two
@@ -41,12 +43,15 @@ and split per column by :class:`numpy.random.SeedSequence`. The fit's
 generator advances by those 64 bytes whatever the number of rounds, so every
 later draw of the fit (its noise) does not depend on the data through the
 rejections; no state of any generator leaves the driver. The proposals
-themselves are sent to the workers that count the values below them: they are
-public randomness, independent of the data (the bins they come from depend on
-the data, but the proposals are as public as the released point, which is one
-of them, and their distribution changes only how long the sampler runs), and
-the uniforms ``v`` that decide acceptance, which with the ranks would tell
-which proposals were rejected, never leave the driver. Each column's draws do
+themselves are sent to the workers that count the values below them. What
+they carry: nothing of the fit's generator (their generators are SHA-256
+children), and about the data only what the workers already hold (their bins
+come from the counts of the workers' own rows). The one that is accepted is
+the release; the others never reach an output, and the uniforms ``v`` that
+decide acceptance (which with the ranks would tell why a proposal was
+rejected) never leave the driver. So the release is exactly the exponential
+mechanism's draw, epsilon-DP as in memory, and the proposals change no output
+but the number of passes (below). Each column's draws do
 not depend on the other columns, on the split of the rows into chunks or on
 threads, and the counts are integers: the in-memory quantile (which sorts
 each column once and counts with a binary search) and the chunked one (which
