@@ -323,7 +323,9 @@ class SortedColumns:
     def __init__(self, x, spec):
         t, present = _transformed(x, 0, spec)
         self.present = present.sum(axis=0)
-        self.sorted = np.sort(np.ascontiguousarray(t.T), axis=1)
+        self.sorted = np.ascontiguousarray(t.T)  # a copy (one column per row), sorted in place
+        del t, present
+        self.sorted.sort(axis=1)
 
     def below(self, points, both, with_present):
         out = [_count(self.sorted[j], p, both).astype(float) if len(p) else np.empty(0)
