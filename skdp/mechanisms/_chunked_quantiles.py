@@ -77,7 +77,7 @@ def window_gather_per_column(n_rows, epsilon):
 def gathered_per_column(n_rows, epsilon):
     """How many values a quantile at ``epsilon`` gathers per column, at most (public: ``n`` and ``epsilon``).
 
-    None when the window would be wider than ``2^20 + 2`` values: the quantile
+    0 when the window would hold more than ``2^20 + 2`` values: the quantile
     is then drawn by rejection from counts
     (:mod:`skdp.mechanisms._quantile_sampler`; its exact fallback, which
     gathers the column, is practically never taken and not counted here);
