@@ -679,8 +679,8 @@ def _planned_gather(plan, n, d):
     every other quantile (the target's, the row norms', the solver's clip or
     threshold) has one column. At most ``2^20 + 2`` values per column
     (:func:`~skdp.mechanisms._chunked_quantiles.gathered_per_column`: none for
-    a quantile drawn from counts, whose exact fallback, practically never
-    taken, is not counted).
+    a quantile drawn from counts, whose exact fallback, data-dependent and
+    unbounded (not reached in any fit measured), is not counted).
     """
     from ..mechanisms._chunked_quantiles import gathered_per_column
 

@@ -80,7 +80,8 @@ def gathered_per_column(n_rows, epsilon):
     0 when the window would hold more than ``2^20 + 2`` values: the quantile
     is then drawn by rejection from counts
     (:mod:`skdp.mechanisms._quantile_sampler`; its exact fallback, which
-    gathers the column, is practically never taken and not counted here);
+    gathers the column, is data-dependent, unbounded and not counted here; it was
+    not reached in any fit measured);
     else the values of the window (:func:`window_gather_per_column`), at most
     ``2^20 + 2``.
 

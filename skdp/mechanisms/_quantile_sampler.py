@@ -34,7 +34,9 @@ gives by one reduction per pass (:mod:`skdp.mechanisms._chunked_quantiles`):
    factors varying by at most one nat, a proposal is accepted with
    probability about ``1/e`` or more (about 0.8 measured in default fits),
    and the 64 proposals of the first round all fail with probability below
-   ``1e-12``: that path is practically never taken.
+   ``1e-12``. Whether the fallback runs depends on the data, and its gather
+   is unbounded in memory and not counted by the plan's gather check (not
+   reached in any fit measured).
 
 Randomness. The proposals and the uniforms ``v`` are drawn from two
 generators per column, seeded through SHA-256 from 32 bytes of the fit's
@@ -42,23 +44,34 @@ generator each (as the jitter: :func:`~skdp.mechanisms.quantiles.jitter_generato
 and split per column by :class:`numpy.random.SeedSequence`. The fit's
 generator advances by those 64 bytes whatever the number of rounds, so every
 later draw of the fit (its noise) does not depend on the data through the
-rejections; no state of any generator leaves the driver. The proposals
-themselves are sent to the workers that count the values below them. What
-they carry: nothing of the fit's generator (their generators are SHA-256
-children), and about the data only what the workers already hold (their bins
-come from the counts of the workers' own rows). The one that is accepted is
-the release; the others never reach an output, and the uniforms ``v`` that
-decide acceptance (which with the ranks would tell why a proposal was
-rejected) never leave the driver. So the release is exactly the exponential
-mechanism's draw, epsilon-DP as in memory, and the proposals change no output
-but the number of passes (below). Each column's draws do
+rejections; no state of any generator leaves the driver, and the proposals
+carry nothing of the fit's generator (their generators are SHA-256 children).
+
+What travels to the workers, not released. The split points and the
+proposals are functions of the exact counts over all rows: the bins are split
+where those counts put the target's ranks, and the envelope that places the
+proposals comes from them, so every worker learns from them about the other
+workers' rows (split points can pin a column's heavy atoms to within a few
+ulps of the bins' width). A round ``r + 1`` exists only if every proposal of
+round ``r`` was rejected, and once the release is published its place among
+the proposals tells which of them were rejected. Each round's proposals are
+sent sorted (the counts do not depend on their order; the ranks are mapped
+back to proposal order on the driver), so the order sent does not show which
+came before the accepted one, but the round structure (how many rounds, the
+proposals of the rejected ones) still leaks as described. So whoever can read
+the task graph, the scheduler or the workers' memory must be trusted like the
+data, as for the other unreleased values sent to the workers
+(``docs/dask.rst``). The uniforms ``v`` never leave the driver. Only the
+accepted proposal is an output: the release is exactly the exponential
+mechanism's draw, epsilon-DP as in memory; the rejected proposals and the
+split points reach no output but the number of passes (below). Each column's draws do
 not depend on the other columns, on the split of the rows into chunks or on
 threads, and the counts are integers: the in-memory quantile (which sorts
 each column once and counts with a binary search) and the chunked one (which
 adds per-chunk counts) release bit-identical values.
 
 Side channel. The number of passes (counting passes to split bins, rounds of
-proposals, the rare gather) depends on the data; it is visible in the time a
+proposals, the fallback's gather) depends on the data; it is visible in the time a
 fit takes and in a scheduler's task stream, and is not covered by the privacy
 accounting (as the refinement passes of the windowed selection,
 ``docs/dask.rst``).
@@ -239,25 +252,31 @@ def sample_quantiles(counts, n, k, quantile, epsilon, lower_t, upper_t, pieces, 
         points = [np.empty(0)] * k
         drawn = {}
         for j in active:
-            chosen, points[j] = columns[j].propose(size, propose[j], pieces, _sample_within)
-            drawn[j] = chosen, accept[j].random(size)
+            chosen, proposals = columns[j].propose(size, propose[j], pieces, _sample_within)
+            # Sent sorted: the counts do not depend on the order, and the order sent does not show which
+            # proposals came before the accepted one (the ranks are mapped back to proposal order here).
+            order = np.argsort(proposals, kind="stable")
+            points[j] = proposals[order]
+            drawn[j] = chosen, accept[j].random(size), proposals, order
         ranks, _ = counts.below(points, False, False)
         trace["rounds"] += 1
         waiting = []
         for j in active:
-            chosen, v = drawn[j]
+            chosen, v, proposals, order = drawn[j]
             c = columns[j]
+            rank = np.empty(size)
+            rank[order] = ranks[j]
             # The rank of a proposal at an end of its bin is taken in the bin's range (see _Bins).
-            rank = np.clip(ranks[j], c.k0[chosen], c.k1[chosen])
+            rank = np.clip(rank, c.k0[chosen], c.k1[chosen])
             excess = _distance(rank, n_absent[j], target[j]) - c.d_min[chosen]
             accepted = np.flatnonzero(v < np.exp(-0.5 * epsilon * np.maximum(excess, 0.0)))
             trace["proposals"][j] += size if not accepted.size else accepted[0] + 1
             if accepted.size:
-                release[j] = points[j][accepted[0]]
+                release[j] = proposals[accepted[0]]
             else:
                 waiting.append(j)
         active = waiting
-    if active:  # practically never: the exact selection from every value of the column
+    if active:  # data-dependent, unbounded (not reached in any fit measured): the exact selection
         merged = counts.all_values(active)
         trace["fallback"] = list(active)
         for j in active:

@@ -212,3 +212,29 @@ def test_neighbouring_fits_through_the_sampler_make_the_same_releases(monkeypatc
     # The same privacy event: the sensitivities scale with released thresholds, the cost does not.
     for delta in (1e-5, 1e-8):
         assert events[0].epsilon(delta) == pytest.approx(events[1].epsilon(delta), rel=1e-12)
+
+
+class _RecordedPoints(SortedColumns):
+    """In-memory counts that keep the points of every counting pass (as the workers would receive them)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.sent = []
+
+    def below(self, points, both, with_present):
+        self.sent.append([np.array(p) for p in points])
+        return super().below(points, both, with_present)
+
+
+def test_each_rounds_proposals_are_sent_sorted():
+    # The counts do not depend on the order of the points, and the order sent must not show which
+    # proposals came before the accepted one: every pass's points go out sorted.
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.normal(size=3000), rng.standard_t(1, 3000)])
+    spec = (-50.0, 50.0, False, False, 0.0, None, False)
+    counts, trace = _RecordedPoints(x, spec), {}
+    sample_quantiles(counts, 3000, 2, 0.5, 0.05, -50.0, 50.0, None, np.random.default_rng(0), trace=trace)
+    rounds = counts.sent[1 + trace["split_passes"]:]
+    assert trace["rounds"] == len(rounds) >= 1 and trace["fallback"] == []
+    assert all(p.size == 64 for p in rounds[0])
+    assert all(np.all(np.diff(p) >= 0) for sent in counts.sent for p in sent)
