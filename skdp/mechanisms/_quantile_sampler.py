@@ -339,7 +339,8 @@ class ChunkedCounts:
 class SortedColumns:
     """The counts of in-memory values: every column sorted once, counted by binary search."""
 
-    def __init__(self, x, spec):
+    def __init__(self, x, spec, lower_t, upper_t):
+        self.lower_t, self.upper_t = lower_t, upper_t
         t, present = _transformed(x, 0, spec)
         self.present = present.sum(axis=0)
         self.sorted = np.ascontiguousarray(t.T)  # a copy (one column per row), sorted in place
@@ -352,8 +353,16 @@ class SortedColumns:
         return out, (self.present.astype(float) if with_present else None)
 
     def all_values(self, columns):
+        # As ChunkedCounts: the values outside [lower_t, upper_t] split off (their count and nearest value).
+        # A value clipped to the bound can lie an ulp outside the transformed bound (``log`` of an array
+        # and of a scalar may differ by an ulp); kept among the values, it would form an interval of
+        # negative width with the bound.
         merged = {}
         for j in columns:
-            uniq, counts = np.unique(self.sorted[j], return_counts=True)
-            merged[j] = (uniq, counts.astype(float), 0.0, -np.inf, 0.0, np.inf)
+            column = self.sorted[j]
+            lo = int(np.searchsorted(column, self.lower_t, side="left"))
+            hi = int(np.searchsorted(column, self.upper_t, side="right"))
+            uniq, counts = np.unique(column[lo:hi], return_counts=True)
+            merged[j] = (uniq, counts.astype(float), float(lo), column[lo - 1] if lo else -np.inf,
+                         float(column.size - hi), column[hi] if hi < column.size else np.inf)
         return merged

@@ -180,8 +180,8 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
         state = jitter_generator(rng).bit_generator.state if jitter > 0 else None
         spec = (lower, upper, log_scale, nonzero, float(jitter), state, False)
         lower_t, upper_t = (math.log(lower), math.log(upper)) if log_scale else (lower, upper)
-        release = sample_quantiles(SortedColumns(x, spec), n, n_columns, quantile, epsilon, lower_t, upper_t,
-                                   pieces, rng)
+        release = sample_quantiles(SortedColumns(x, spec, lower_t, upper_t), n, n_columns, quantile, epsilon,
+                                   lower_t, upper_t, pieces, rng)
         estimate = np.exp(release) if log_scale else release
         event = Repeated(ExponentialMechanismRelease(epsilon), n_columns)
         return (float(estimate[0]) if one_column else estimate), event

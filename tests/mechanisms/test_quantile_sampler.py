@@ -4,6 +4,8 @@ The sampler runs by a public rule only on columns of more than 2^20 + 2 values;
 these tests lower that threshold (a module constant) to run it on small columns.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -11,7 +13,7 @@ from scipy import stats
 from skdp import BudgetAccountant, DPHeavyTailRegressor
 from skdp.mechanisms import _quantile_sampler, private_quantile
 from skdp.mechanisms._chunked_quantiles import gathered_per_column
-from skdp.mechanisms._quantile_sampler import SortedColumns, sample_quantiles, uses_sampler
+from skdp.mechanisms._quantile_sampler import ChunkedCounts, SortedColumns, sample_quantiles, uses_sampler
 from skdp.mechanisms.scaling import SCALE_PRIOR
 
 from privacy_harness import assert_same_mechanisms, neighbours, record_releases
@@ -165,7 +167,7 @@ def test_the_fits_stream_advances_by_the_same_draws_whatever_the_rejections():
     traces, states = [], []
     for x in (rng.normal(size=(4000, 1)), np.round(rng.standard_t(1, size=(4000, 1)), 0)):
         g, trace = np.random.default_rng(9), {}
-        sample_quantiles(SortedColumns(x, spec), 4000, 1, 0.5, 0.05, -50.0, 50.0, None, g, trace=trace)
+        sample_quantiles(SortedColumns(x, spec, -50.0, 50.0), 4000, 1, 0.5, 0.05, -50.0, 50.0, None, g, trace=trace)
         traces.append(trace)
         states.append(g.bit_generator.state)
     assert states[0] == states[1]
@@ -182,7 +184,7 @@ def test_the_default_budget_accepts_in_a_round_or_two():
                          np.where(rng.random(n) < 0.5, 0.0, 1.0)])
     spec = (1e-15, 1e15, True, True, 0.0, None, False)
     trace = {}
-    sample_quantiles(SortedColumns(np.abs(x), spec), n, 4, 0.5, 120.0 / n, np.log(1e-15), np.log(1e15), None,
+    sample_quantiles(SortedColumns(np.abs(x), spec, np.log(1e-15), np.log(1e15)), n, 4, 0.5, 120.0 / n, np.log(1e-15), np.log(1e15), None,
                      np.random.default_rng(0), trace=trace)
     assert trace["fallback"] == [] and trace["rounds"] <= 2 and trace["split_passes"] <= 4
 
@@ -232,9 +234,30 @@ def test_each_rounds_proposals_are_sent_sorted():
     rng = np.random.default_rng(3)
     x = np.column_stack([rng.normal(size=3000), rng.standard_t(1, 3000)])
     spec = (-50.0, 50.0, False, False, 0.0, None, False)
-    counts, trace = _RecordedPoints(x, spec), {}
+    counts, trace = _RecordedPoints(x, spec, -50.0, 50.0), {}
     sample_quantiles(counts, 3000, 2, 0.5, 0.05, -50.0, 50.0, None, np.random.default_rng(0), trace=trace)
     rounds = counts.sent[1 + trace["split_passes"]:]
     assert trace["rounds"] == len(rounds) >= 1 and trace["fallback"] == []
     assert all(p.size == 64 for p in rounds[0])
     assert all(np.all(np.diff(p) >= 0) for sent in counts.sent for p in sent)
+
+
+def test_the_fallback_splits_off_values_an_ulp_outside_the_transformed_bounds(monkeypatch):
+    # ``log`` of the bound (a scalar) and of a value clipped to it (in an array) may differ by an ulp:
+    # simulated on the linear scale with a lower bound one ulp above the clipping bound. The exact
+    # fallback must not form an interval of negative width with the bound (nan weights, a uniform
+    # draw), and the in-memory and chunked draws stay bit-identical.
+    monkeypatch.setattr(_quantile_sampler, "_MAX_ROUNDS", 0)
+    lower, upper = -50.0, 50.0
+    lower_t = np.nextafter(lower, 0.0)
+    x = np.r_[np.full(10, -100.0), np.random.default_rng(0).normal(size=20)][:, None]  # 10 clipped to lower
+    spec, k = (lower, upper, False, False, 0.0, None, False), 300
+    x = np.tile(x, (1, k))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        memory = sample_quantiles(SortedColumns(x, spec, lower_t, upper), 30, k, 0.5, 2.0, lower_t, upper, None,
+                                  np.random.default_rng(1))
+        chunked = sample_quantiles(ChunkedCounts(BlockValues(x, [15, 15]), spec, lower_t, upper), 30, k, 0.5, 2.0,
+                                   lower_t, upper, None, np.random.default_rng(1))
+    np.testing.assert_array_equal(memory, chunked)
+    assert np.all((memory >= lower) & (memory <= upper))
