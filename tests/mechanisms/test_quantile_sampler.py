@@ -78,6 +78,20 @@ def _em_interval_probabilities(t, quantile, epsilon, lower_t, upper_t, n_absent,
     return edges, weight / weight.sum()
 
 
+def _interval_p_value(t, released, quantile, epsilon, lower, upper, n_absent, prior):
+    """Chi-square test of the drawn intervals against the mechanism's (cells of small mass merged)."""
+    draws = released.size
+    edges, p = _em_interval_probabilities(t, quantile, epsilon, lower, upper, n_absent, prior)
+    cell = np.clip(np.searchsorted(edges, released, side="left") - 1, 0, t.size)
+    observed, expected = np.bincount(cell, minlength=t.size + 1), p * draws
+    # Consecutive cells merged into groups of about 40 expected draws or more.
+    group = np.unique(np.minimum(np.cumsum(expected) // 40, draws // 40 - 1), return_inverse=True)[1]
+    observed, expected = np.bincount(group, observed), np.bincount(group, expected)
+    assert observed[expected == 0].sum() == 0  # nothing drawn where the mechanism puts no mass
+    observed, expected = observed[expected > 0], expected[expected > 0]
+    return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
+
+
 @pytest.mark.parametrize("variant", ["linear", "nonzero", "log", "prior"])
 def test_the_sampler_draws_the_exponential_mechanisms_intervals(sampler_everywhere, variant):
     rng = np.random.default_rng(11)
@@ -105,19 +119,43 @@ def test_the_sampler_draws_the_exponential_mechanisms_intervals(sampler_everywhe
         t, released, lower, upper = np.log(t), np.log(estimate), np.log(lower), np.log(upper)
 
     def p_value(epsilon):
-        """Chi-square test of the drawn intervals against the mechanism's (cells of small mass merged)."""
-        edges, p = _em_interval_probabilities(t, kwargs["quantile"], epsilon, lower, upper, n_absent, prior_t)
-        cell = np.clip(np.searchsorted(edges, released, side="left") - 1, 0, t.size)
-        observed, expected = np.bincount(cell, minlength=t.size + 1), p * draws
-        # Consecutive cells merged into groups of about 40 expected draws or more.
-        group = np.unique(np.minimum(np.cumsum(expected) // 40, draws // 40 - 1), return_inverse=True)[1]
-        observed, expected = np.bincount(group, observed), np.bincount(group, expected)
-        assert observed[expected == 0].sum() == 0  # nothing drawn where the mechanism puts no mass
-        observed, expected = observed[expected > 0], expected[expected > 0]
-        return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
+        return _interval_p_value(t, released, kwargs["quantile"], epsilon, lower, upper, n_absent, prior_t)
 
     assert p_value(kwargs["epsilon"]) > 1e-3
     assert p_value(2 * kwargs["epsilon"]) < 1e-6  # the test sees an error of 2x in epsilon
+
+
+def test_many_values_in_the_public_bin_of_the_target_get_the_mechanisms_intervals(sampler_everywhere):
+    # 40 distinct values and a tie inside one initial public bin, the median's target (rank 20.5) in the
+    # middle, at epsilon * (values per bin) >> 1: the distance is 20.5 at both ends of the bin and 0
+    # inside it, so an envelope taken from the bin's ends alone would neither split the bin nor cover
+    # its factor (the draw would be uniform on the range); the smallest distance inside it must be used.
+    width = 20.0 / _quantile_sampler._BINS  # the initial bins of (-10, 10); 0 is an edge
+    rng = np.random.default_rng(4)
+    x = np.sort(rng.uniform(0.05, 0.95, 40)) * width
+    x = np.r_[x, x[17]]  # a tie next to the target
+    quantile, epsilon, draws = 0.5, 5.0, 600
+    estimate, _ = private_quantile(np.tile(x[:, None], (1, draws)), quantile, epsilon, (-10.0, 10.0),
+                                   random_state=6)
+    assert _interval_p_value(x, estimate, quantile, epsilon, -10.0, 10.0, 0, None) > 1e-3
+    assert _interval_p_value(x, estimate, quantile, 0.5 * epsilon, -10.0, 10.0, 0, None) < 1e-6
+
+
+def test_the_release_follows_the_mechanisms_piecewise_linear_cdf(sampler_everywhere, monkeypatch):
+    # Within an interval between sorted values the mechanism's density is flat, so its CDF is piecewise
+    # linear. Coarse public bins (4, none split at this epsilon) put several values, with different
+    # factors, in one bin: the points drawn inside a bin must follow the density, not sit at fixed places.
+    monkeypatch.setattr(_quantile_sampler, "_BINS", 4)
+    x = np.array([-3.0, -1.0, 0.0, 0.5, 1.7, 4.0])
+    quantile, epsilon, draws = 0.5, 0.5, 2000
+    estimate, _ = private_quantile(np.tile(x[:, None], (1, draws)), quantile, epsilon, (-5.0, 5.0),
+                                   random_state=8)
+    edges, p = _em_interval_probabilities(x, quantile, epsilon, -5.0, 5.0, 0)
+    cdf = np.concatenate([[0.0], np.cumsum(p)])
+    assert stats.kstest(estimate, lambda v: np.interp(v, edges, cdf)).pvalue > 1e-3
+    wrong_edges, wrong_p = _em_interval_probabilities(x, quantile, 4 * epsilon, -5.0, 5.0, 0)  # the test's power
+    wrong_cdf = np.concatenate([[0.0], np.cumsum(wrong_p)])
+    assert stats.kstest(estimate, lambda v: np.interp(v, wrong_edges, wrong_cdf)).pvalue < 1e-6
 
 
 def test_a_point_within_its_interval_follows_the_base_measure(sampler_everywhere):
