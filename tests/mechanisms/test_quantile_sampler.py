@@ -153,7 +153,8 @@ def test_the_release_follows_the_mechanisms_piecewise_linear_cdf(sampler_everywh
     edges, p = _em_interval_probabilities(x, quantile, epsilon, -5.0, 5.0, 0)
     cdf = np.concatenate([[0.0], np.cumsum(p)])
     assert stats.kstest(estimate, lambda v: np.interp(v, edges, cdf)).pvalue > 1e-3
-    wrong_edges, wrong_p = _em_interval_probabilities(x, quantile, 4 * epsilon, -5.0, 5.0, 0)  # the test's power
+    # The test's power: it tells the release from the mechanism at 4 epsilon.
+    wrong_edges, wrong_p = _em_interval_probabilities(x, quantile, 4 * epsilon, -5.0, 5.0, 0)
     wrong_cdf = np.concatenate([[0.0], np.cumsum(wrong_p)])
     assert stats.kstest(estimate, lambda v: np.interp(v, wrong_edges, wrong_cdf)).pvalue < 1e-6
 
@@ -205,7 +206,8 @@ def test_the_fits_stream_advances_by_the_same_draws_whatever_the_rejections():
     traces, states = [], []
     for x in (rng.normal(size=(4000, 1)), np.round(rng.standard_t(1, size=(4000, 1)), 0)):
         g, trace = np.random.default_rng(9), {}
-        sample_quantiles(SortedColumns(x, spec, -50.0, 50.0), 4000, 1, 0.5, 0.05, -50.0, 50.0, None, g, trace=trace)
+        sample_quantiles(SortedColumns(x, spec, -50.0, 50.0), 4000, 1, 0.5, 0.05, -50.0, 50.0, None, g,
+                         trace=trace)
         traces.append(trace)
         states.append(g.bit_generator.state)
     assert states[0] == states[1]
@@ -222,8 +224,9 @@ def test_the_default_budget_accepts_in_a_round_or_two():
                          np.where(rng.random(n) < 0.5, 0.0, 1.0)])
     spec = (1e-15, 1e15, True, True, 0.0, None, False)
     trace = {}
-    sample_quantiles(SortedColumns(np.abs(x), spec, np.log(1e-15), np.log(1e15)), n, 4, 0.5, 120.0 / n, np.log(1e-15), np.log(1e15), None,
-                     np.random.default_rng(0), trace=trace)
+    lower_t, upper_t = np.log(1e-15), np.log(1e15)
+    sample_quantiles(SortedColumns(np.abs(x), spec, lower_t, upper_t), n, 4, 0.5, 120.0 / n, lower_t, upper_t,
+                     None, np.random.default_rng(0), trace=trace)
     assert trace["fallback"] == [] and trace["rounds"] <= 2 and trace["split_passes"] <= 4
 
 
@@ -293,9 +296,9 @@ def test_the_fallback_splits_off_values_an_ulp_outside_the_transformed_bounds(mo
     x = np.tile(x, (1, k))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        memory = sample_quantiles(SortedColumns(x, spec, lower_t, upper), 30, k, 0.5, 2.0, lower_t, upper, None,
-                                  np.random.default_rng(1))
-        chunked = sample_quantiles(ChunkedCounts(BlockValues(x, [15, 15]), spec, lower_t, upper), 30, k, 0.5, 2.0,
-                                   lower_t, upper, None, np.random.default_rng(1))
+        memory, chunked = (sample_quantiles(counts, 30, k, 0.5, 2.0, lower_t, upper, None,
+                                            np.random.default_rng(1))
+                           for counts in (SortedColumns(x, spec, lower_t, upper),
+                                          ChunkedCounts(BlockValues(x, [15, 15]), spec, lower_t, upper)))
     np.testing.assert_array_equal(memory, chunked)
     assert np.all((memory >= lower) & (memory <= upper))
