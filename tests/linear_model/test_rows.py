@@ -1,6 +1,6 @@
 """Fits on Dask collections (skdp.linear_model._rows): the same model and event, refusals before spend.
 
-A ``distributed.LocalCluster`` (two in-process workers, a small memory limit) is
+A ``distributed.LocalCluster`` (two in-process workers, no memory limit) is
 started by the shared fixture (tests/dask_cluster.py). The solvers run a few steps (``max_iter``):
 equivalence holds for any schedule, and every step is one pass whose latency on
 the scheduler, not its work, is what these small tables cost.
