@@ -16,10 +16,11 @@ order: the same model and the same privacy event (every release keeps its
 sensitivity: a sum over rows does not depend on how the rows are split into
 chunks). Only per-chunk results travel to the driver: vectors of ``p``
 numbers, ``p x p`` Gram matrices, counts over public bins, and a quantile's
-values within ``80 / epsilon`` ranks of its target, which at the default
-scaling's quantile budget (``epsilon`` about ``120 / n``) is every value of the
-column: :func:`check_chunked_plan` refuses, before any spend, a plan whose
-passes would gather more than :data:`MAX_GATHERED_VALUES` values.
+values within ``80 / epsilon`` ranks of its target when that window holds at
+most ``2^20 + 2`` values (a wider one, as the default scaling's quantile budget
+of ``epsilon`` about ``120 / n`` gives on more than ``2^20 + 2`` rows, is drawn
+from counts alone): :func:`check_chunked_plan` refuses, before any spend, a plan
+whose passes would gather more than :data:`MAX_GATHERED_VALUES` values.
 
 Where the default path of :class:`~skdp.DPHeavyTailRegressor` (``algorithm``
 "auto" -> "clipped_gd", ``scaling="auto"``) touches the rows, the chunk
@@ -62,15 +63,21 @@ within ``80 / epsilon`` ranks of the target (gathered with their counts:
 exactly; the tails' weight is bounded, and when the bound could change the
 selection (probability about that bound, below ``1e-15``) every value is
 gathered, so the draw is exactly the exponential mechanism's and equals the
-in-memory one up to rounding. Every jitter (public per-record randomness: the
+in-memory one up to rounding. When that window would hold more than
+``2^20 + 2`` values (a public rule on ``n`` and ``epsilon``: the default
+scaling's budget on more than ``2^20 + 2`` rows), the quantile is drawn by
+rejection from counts alone (:mod:`skdp.mechanisms._quantile_sampler`:
+counts below public bin edges, then rounds of proposals, each counted in one
+pass), in memory as on the chunks, bit for bit. Every jitter (public per-record randomness: the
 quantiles' own, and the column statistics' between their stages) is drawn from
 a generator seeded from the fit's through SHA-256
 (:func:`~skdp.mechanisms.quantiles.jitter_generator`) and reproduced in each
 chunk from that generator's state advanced to the chunk's first row; the fit's
 own generator never leaves the driver (its state would let anyone who sees the
 task graph replay every noise of the fit). A quantile costs 2 passes (more when
-the bins near the target are crowded: a data-dependent pass count, a timing
-side channel outside the accounting).
+the bins near the target are crowded; drawn from counts, about 2.4 on average
+in default fits: a data-dependent pass count, a timing side channel outside
+the accounting).
 
 Passes. A default fit with ``d <= 64`` columns and ``n d < 4e5`` makes
 ``T + 29`` passes: the finite check, 2 per private quantile (10 in the
@@ -142,6 +149,11 @@ def _as_row_chunked_array(obj, name, estimator):
     import dask.array as da
 
     if hasattr(obj, "to_dask_array"):  # dask.dataframe DataFrame or Series
+        if hasattr(obj, "optimize"):
+            # The optimised expression first: dask fuses the partitions of a small selection of
+            # read_parquet (one column of a table) when it computes, and the lengths of the unoptimised
+            # collection's partitions would then not match the partitions of its array.
+            obj = obj.optimize()
         obj = obj.to_dask_array(lengths=True)
     if not isinstance(obj, da.Array):
         raise TypeError(f"{type(estimator).__name__} on Dask input needs {name} as a dask.array.Array or a "
@@ -644,23 +656,20 @@ def check_chunked_plan(estimator, plan, n_samples, n_features):
         raise ValueError(
             f"This fit's private quantiles would bring about {gathered:,} values to the driver in one pass "
             f"(at most {MAX_GATHERED_VALUES:,} are allowed): each quantile of a column gathers the values within "
-            f"80 / epsilon ranks of its target, and at this table's size the per-quantile epsilon of "
-            f"{_smallest_quantile_epsilon(plan):.3g} makes that window the whole column. Fit fewer rows (a sample), "
-            f"or scaling='none' with public clip thresholds (no quantile). Nothing was spent.")
+            f"80 / epsilon ranks of its target when that window holds at most 2^20 + 2 values (wider windows are "
+            f"drawn from counts, gathering nothing), and this table has {n_features} columns whose quantiles are "
+            f"released in one pass. Fit fewer rows (a sample) or columns, or scaling='none' with public clip "
+            f"thresholds (no quantile). Nothing was spent.")
 
 
 # Chunks per Dask computation of a sum (their partial results are held on the driver together).
 SUM_BATCH = 256
 
 # Values (with their counts) the chunked quantiles may bring to the driver in one pass: 2^26 pairs, about
-# 1 GiB. The quantile sampler gathers the values near its target exactly (docs/dask.rst); at the default
-# scaling's quantile budget (epsilon about 120 / n per quantile) that window is every value of the column.
+# 1 GiB. A quantile gathers the values near its target (the window of 80 / epsilon ranks) only when the
+# window holds at most 2^20 + 2 values; a wider one (the default scaling's, on more than 2^20 + 2 rows) is
+# drawn by rejection from counts (skdp.mechanisms._quantile_sampler) and gathers nothing.
 MAX_GATHERED_VALUES = 1 << 26
-
-
-def _smallest_quantile_epsilon(plan):
-    levels = [float(plan.standardiser.quantile_epsilon), float(plan.budget.quantile_epsilon)]
-    return min(levels)
 
 
 def _planned_gather(plan, n, d):
@@ -668,15 +677,17 @@ def _planned_gather(plan, n, d):
 
     The column statistics release the quantiles of every column in one pass;
     every other quantile (the target's, the row norms', the solver's clip or
-    threshold) has one column.
+    threshold) has one column. At most ``2^20 + 2`` values per column
+    (:func:`~skdp.mechanisms._chunked_quantiles.gathered_per_column`: none for
+    a quantile drawn from counts, whose exact fallback, data-dependent and
+    unbounded (not reached in any fit measured), is not counted).
     """
     from ..mechanisms._chunked_quantiles import gathered_per_column
 
-    epsilon = _smallest_quantile_epsilon(plan)
-    if math.isinf(epsilon):
-        return 0
+    levels = [float(plan.standardiser.quantile_epsilon), float(plan.budget.quantile_epsilon)]
     columns = d if plan.standardiser.mode in ("columns", "coarse", "scale", "robust") else 1
-    return columns * gathered_per_column(n, epsilon)
+    return max((columns * gathered_per_column(n, epsilon) for epsilon in levels if not math.isinf(epsilon)),
+               default=0)
 
 
 def lazy_decision_function(X, coef, intercept):

@@ -30,6 +30,11 @@ the draw is the in-memory one:
   release is epsilon-DP, as in memory), and it is the in-memory selection up to
   floating-point rounding of the weights.
 
+When the window would hold more than ``2^20 + 2`` values (a public rule:
+:func:`~skdp.mechanisms._quantile_sampler.uses_sampler`), the quantile is
+drawn instead by rejection from counts (:mod:`skdp.mechanisms._quantile_sampler`),
+which gathers nothing and releases the in-memory draw bit for bit.
+
 With ``epsilon = inf`` the exact empirical quantile is returned from the two
 order statistics around it, as :func:`numpy.quantile` interpolates them.
 """
@@ -40,7 +45,7 @@ import numpy as np
 
 from ..accounting import ExponentialMechanismRelease, Repeated
 
-__all__ = ["chunked_quantile_columns", "chunk_uniforms", "gathered_per_column"]
+__all__ = ["chunked_quantile_columns", "chunk_uniforms", "gathered_per_column", "window_gather_per_column"]
 
 _BINS = 4096
 _WINDOW_NATS = 40.0  # factors below exp(-40) ~ 4e-18 are left to the tail bound
@@ -48,25 +53,48 @@ _MAX_DISTINCT = 1 << 20  # distinct values gathered per column before a bin rang
 _MAX_REFINE = 8
 
 
-def gathered_per_column(n_rows, epsilon):
-    """How many values a quantile at ``epsilon`` gathers per column, at most (public: ``n`` and ``epsilon``).
+def window_gather_per_column(n_rows, epsilon):
+    """How many values the windowed selection at ``epsilon`` gathers per column, at most (public).
 
     The values of the bins that hold the ranks within ``80 / epsilon`` of the
-    target, plus the nearest value on each side (the window of
-    :func:`chunked_quantile_columns`): the bins are split until they hold at
-    most ``2^20`` values, so up to that many even for a narrow window, and all
-    ``n`` when the window covers every rank, as it does for ``epsilon`` near
-    ``120 / n``, the default scaling's quantile budget.
+    target, plus the nearest value on each side: the bins are split until they
+    hold at most ``2^20`` values, so up to that many even for a narrow window,
+    and all ``n`` when the window covers every rank, as it does for
+    ``epsilon`` near ``120 / n``, the default scaling's quantile budget.
 
     Examples
     --------
-    >>> gathered_per_column(20_000_000, 0.5), gathered_per_column(20_000_000, 120 / 20_000_000)
+    >>> window_gather_per_column(20_000_000, 0.5), window_gather_per_column(20_000_000, 120 / 20_000_000)
     (1048578, 20000000)
     """
     if math.isinf(epsilon):
         return 2
-    half = math.ceil(2.0 * _WINDOW_NATS / epsilon) + 1
+    # Capped at n (the same count): 80 / epsilon overflows to inf for a subnormal epsilon.
+    half = math.ceil(min(2.0 * _WINDOW_NATS / epsilon, float(n_rows))) + 1
     return int(min(n_rows, max(2 * half + 1, _MAX_DISTINCT) + 2))
+
+
+def gathered_per_column(n_rows, epsilon):
+    """How many values a quantile at ``epsilon`` gathers per column, at most (public: ``n`` and ``epsilon``).
+
+    0 when the window would hold more than ``2^20 + 2`` values: the quantile
+    is then drawn by rejection from counts
+    (:mod:`skdp.mechanisms._quantile_sampler`; its exact fallback, which
+    gathers the column, is data-dependent, unbounded and not counted here; it was
+    not reached in any fit measured);
+    else the values of the window (:func:`window_gather_per_column`), at most
+    ``2^20 + 2``.
+
+    Examples
+    --------
+    >>> gathered_per_column(20_000_000, 0.5), gathered_per_column(20_000_000, 120 / 20_000_000)
+    (1048578, 0)
+    >>> gathered_per_column(1_000_000, 120 / 1_000_000)  # the window: every value of the column
+    1000000
+    """
+    from ._quantile_sampler import uses_sampler
+
+    return 0 if uses_sampler(n_rows, epsilon) else window_gather_per_column(n_rows, epsilon)
 
 
 def chunk_uniforms(state, offset, low, high, shape):
@@ -204,6 +232,7 @@ def _window(values, spec, lo_rank, hi_rank, skip_absent, ranges, first):
 def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale, nonzero, pieces, jitter,
                              rng):
     """:func:`~skdp.mechanisms.quantiles.quantile_columns` on chunked values (arguments already validated)."""
+    from ._quantile_sampler import ChunkedCounts, sample_quantiles, uses_sampler
     from .quantiles import _interval_masses, _sample_within, jitter_generator
 
     n, k = values.n_rows, values.n_columns
@@ -216,6 +245,10 @@ def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale,
     state = jitter_generator(rng).bit_generator.state if jitter > 0 else None
     spec = (lower, upper, log_scale, nonzero, jitter, state, False)
     lower_t, upper_t = (math.log(lower), math.log(upper)) if log_scale else (lower, upper)
+    if uses_sampler(n, epsilon):  # a public rule: the window would hold more than 2^20 + 2 values
+        release = sample_quantiles(ChunkedCounts(values, spec, lower_t, upper_t), n, k, quantile, epsilon,
+                                   lower_t, upper_t, pieces, rng)
+        return (np.exp(release) if log_scale else release), Repeated(ExponentialMechanismRelease(epsilon), k)
     u = 1.0 - rng.random(k)
     full = (np.full(k, lower_t), np.full(k, upper_t))
     # One pass: the counts over the whole range, and the number of values present (nonzero).
@@ -223,7 +256,7 @@ def chunked_quantile_columns(values, quantile, epsilon, lower, upper, log_scale,
     n_present = first[:, _BINS + 2] if nonzero else np.full(k, float(n))
     n_absent = n - n_present
     target = n_absent + quantile * n_present  # the rank k of the best interval (before max(., 0))
-    half = math.ceil(2.0 * _WINDOW_NATS / epsilon) + 1
+    half = math.ceil(min(2.0 * _WINDOW_NATS / epsilon, float(n))) + 1  # capped: the same clipped ranks
     lo_rank = np.clip(np.floor(target) - half, 1, n)
     hi_rank = np.clip(np.ceil(target) + half + 1, 1, n)
     a, b = _window(values, spec, lo_rank, hi_rank, False, full, first)

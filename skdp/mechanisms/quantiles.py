@@ -10,9 +10,17 @@ rank by at most one, so the draw is epsilon-DP and epsilon-bounded-range
 positive quantities that span orders of magnitude (gradient norms, feature
 scales), where a uniform base measure on a wide public range would waste the
 budget on empty space.
+
+Columns of more than ``2^20 + 2`` values at an epsilon whose window of
+``80 / epsilon`` ranks would cover more than ``2^20`` of them (the default
+scaling's budget on such columns) are drawn from the same distribution by
+rejection from counts (:mod:`skdp.mechanisms._quantile_sampler`; a public rule
+on ``n`` and ``epsilon``), as chunked values on a cluster are: both release the
+same draw.
 """
 
 import hashlib
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -166,6 +174,17 @@ def quantile_columns(values, quantile, epsilon, bounds, *, scale="linear", nonze
     one_column = x.ndim == 1
     x = x.reshape(x.shape[0], -1)
     n, n_columns = x.shape
+    from ._quantile_sampler import SortedColumns, sample_quantiles, uses_sampler
+
+    if uses_sampler(n, epsilon):  # a public rule (n, epsilon): the draw of the chunked quantile, bit for bit
+        state = jitter_generator(rng).bit_generator.state if jitter > 0 else None
+        spec = (lower, upper, log_scale, nonzero, float(jitter), state, False)
+        lower_t, upper_t = (math.log(lower), math.log(upper)) if log_scale else (lower, upper)
+        release = sample_quantiles(SortedColumns(x, spec, lower_t, upper_t), n, n_columns, quantile, epsilon,
+                                   lower_t, upper_t, pieces, rng)
+        estimate = np.exp(release) if log_scale else release
+        event = Repeated(ExponentialMechanismRelease(epsilon), n_columns)
+        return (float(estimate[0]) if one_column else estimate), event
     # Non-finite values get a fixed place (a per-record rule): NaN and -inf at the
     # lower bound, +inf at the upper. Raising instead would reveal the record.
     if not np.isfinite(x).all():

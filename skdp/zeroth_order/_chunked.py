@@ -70,8 +70,9 @@ and target quantiles and the two row-norm medians, two passes each, the
 magnitude check, the Gram matrix; 8 more from ``n d = 4e5``, where the column
 statistics release two halves of the columns), ``T`` steps and the fit check.
 The huber, tukey and cauchy losses with ``loss_constant="auto"`` add 2 (the
-residual median). A quantile whose target lies in a crowded bin can take
-extra passes, a number that depends on the data (see
+residual median). A quantile whose target lies in a crowded bin, or one
+drawn from counts (on more than ``2^20 + 2`` rows), can take extra passes, a
+number that depends on the data (see
 :mod:`skdp.linear_model._rows` and the Dask docs).
 
 Not built on chunked rows (refused before anything is read or spent, by

@@ -1,6 +1,6 @@
 """Fits on Dask collections (skdp.linear_model._rows): the same model and event, refusals before spend.
 
-A ``distributed.LocalCluster`` (two in-process workers, a small memory limit) is
+A ``distributed.LocalCluster`` (two in-process workers, no memory limit) is
 started by the shared fixture (tests/dask_cluster.py). The solvers run a few steps (``max_iter``):
 equivalence holds for any schedule, and every step is one pass whose latency on
 the scheduler, not its work, is what these small tables cost.
@@ -89,6 +89,37 @@ def test_every_release_of_a_dask_fit_is_the_in_memory_release(client):
         np.testing.assert_allclose(ours.value, theirs.value, rtol=RTOL, atol=1e-14)
 
 
+def test_a_default_fit_through_the_count_only_quantile_sampler_is_the_in_memory_fit(client, monkeypatch):
+    # The sampler runs on more than 2^20 + 2 rows; lowered here to every quantile of 3000 rows. It
+    # releases every quantile from counts (nothing gathered) and the same draw as in memory: the same model.
+    from skdp.mechanisms import _quantile_sampler
+
+    monkeypatch.setattr(_quantile_sampler, "_SAMPLER_ABOVE", 1000)
+    columns = []
+    original = _quantile_sampler.sample_quantiles
+
+    def counted(*args, **kwargs):
+        columns.append(args[2])
+        return original(*args, **kwargs)
+
+    def no_gather(*args, **kwargs):
+        raise AssertionError("a quantile gathered values")
+
+    monkeypatch.setattr(_quantile_sampler, "sample_quantiles", counted)
+    monkeypatch.setattr(_rows.ChunkedValues, "gather", no_gather)
+    X, y, _ = _tables()["gaussian"]
+    memory, ledger = _fit(X, y, max_iter=8)
+    in_memory = list(columns)
+    chunks = (500, 1200, 700, 600)
+    dask_model, dask_ledger = _fit(da.from_array(X, chunks=(chunks, 2)), da.from_array(y, chunks=(chunks,)),
+                                   max_iter=8)
+    assert len(in_memory) >= 5 and columns == in_memory + in_memory  # every quantile, both fits
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert abs(dask_model.intercept_ - memory.intercept_) <= RTOL * max(1.0, abs(memory.intercept_))
+    assert_same_event(dask_model.privacy_event_, memory.privacy_event_)
+    assert_same_event(dask_ledger.events, ledger.events)
+
+
 def test_in_memory_fits_never_reach_the_chunked_rows(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("an in-memory fit used the chunked rows")
@@ -98,6 +129,23 @@ def test_in_memory_fits_never_reach_the_chunked_rows(monkeypatch):
     for params in CONFIGS.values():
         _fit(X, y, **params)
     _fit(X, y)  # the default path
+
+
+def test_a_fit_from_read_parquet_with_a_one_column_target(client, tmp_path):
+    # dask fuses the partitions of a one-column selection of read_parquet: the target's partition
+    # lengths must be those of the optimised collection, or to_dask_array(lengths=True) fails.
+    dd = pytest.importorskip("dask.dataframe", reason="dask.dataframe is not installed")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow", reason="pyarrow (for Parquet) is not installed")
+    X, y, _ = _tables()["gaussian"]
+    frame = pd.DataFrame(np.column_stack([X, y]), columns=["a", "b", "c", "d", "y"])
+    for i, start in enumerate(range(0, len(frame), 750)):
+        frame.iloc[start:start + 750].to_parquet(tmp_path / f"part{i}.parquet")
+    table = dd.read_parquet(str(tmp_path))
+    dask_model, _ = _fit(table[["a", "b", "c", "d"]], table["y"], **CONFIGS["absolute_loss"])
+    memory, _ = _fit(frame[["a", "b", "c", "d"]], frame["y"], **CONFIGS["absolute_loss"])
+    np.testing.assert_allclose(dask_model.coef_, memory.coef_, rtol=RTOL, atol=0)
+    assert_same_event(dask_model.privacy_event_, memory.privacy_event_)
 
 
 def test_dask_dataframe_input_keeps_feature_names(client):
