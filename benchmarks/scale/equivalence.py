@@ -322,6 +322,18 @@ def markdown(rows):
     return "\n".join(lines) + "\n"
 
 
+def append_row(raw, fields, row):
+    """Append one result row to the CSV ``raw`` (header first when new); return every row it holds."""
+    new = not raw.exists()
+    with raw.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+    with raw.open() as f:
+        return list(csv.DictReader(f))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000000")
@@ -339,14 +351,7 @@ def main():
         for n in (int(s) for s in args.sizes.split(",")):
             row = run(n, args.workers, client)
             print(row, flush=True)
-            new = not raw.exists()
-            with raw.open("a", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=fields)
-                if new:
-                    writer.writeheader()
-                writer.writerow(row)
-    with raw.open() as f:
-        every = list(csv.DictReader(f))
+            every = append_row(raw, fields, row)
     (RESULTS / f"{stem}.md").write_text(render(every))
 
 

@@ -43,7 +43,6 @@ the checks; the hand-written notes from its "## Notes on these runs" on are kept
 """
 
 import argparse
-import csv
 import os
 import sys
 import tempfile
@@ -55,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from equivalence import D, counted_passes, passes, table  # noqa: E402  (the same generator and public pass count)
+from equivalence import D, append_row, counted_passes, passes, table  # noqa: E402  (the same generator and public pass count)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FIELDS = ["rows", "workers", "memory_limit_mb", "partitions", "table_mb", "parquet_mb", "fit_completed", "fit_s",
@@ -273,15 +272,7 @@ def main():
     row = run(args)
     print(row, flush=True)
     RESULTS.mkdir(exist_ok=True)
-    raw = RESULTS / "out_of_core.csv"
-    new = not raw.exists()
-    with raw.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
-    with raw.open() as f:
-        every = list(csv.DictReader(f))
+    every = append_row(RESULTS / "out_of_core.csv", FIELDS, row)
     page = RESULTS / "out_of_core.md"
     notes = page.read_text() if page.exists() else ""
     notes = notes[notes.index("## Notes on these runs"):] if "## Notes on these runs" in notes else ""
