@@ -758,7 +758,10 @@ def _standardised_column_sums(X, y, cx, sx, blocks):
     d = cx.shape[0]
     sums = np.zeros(d)
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
+        # Duplicate entries of one (row, column) are summed first: clipped one by one they would put more than
+        # 1 into a column of that row (the row's part would pass the norm clip as two entries).
+        X = sp.csr_matrix(X, copy=True)
+        X.sum_duplicates()
         block_of = np.full(d, -1)
         for k, block in enumerate(blocks):
             block_of[list(block)] = k

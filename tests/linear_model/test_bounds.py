@@ -491,3 +491,22 @@ def test_the_zeroth_order_regressor_and_pure_dp_classifier_take_bounds():
     clf = DPInterpolatingClassifier(epsilon=1.0, delta=0.0, bounds=bounds, classes=[0, 1], random_state=0,
                                     accountant=BudgetAccountant()).fit(X, labels)
     assert clf.privacy_spent_.epsilon <= 1.0 + 1e-9 and clf.privacy_spent_.delta == 0.0
+
+
+def test_the_block_means_map_bounds_every_rows_block_part_even_with_duplicate_sparse_entries():
+    # The release's sensitivity sqrt(2 B) / n rests on each row's block part having entries in [0, 1] and norm
+    # at most 1 after its own map: a non-canonical CSR row with the same column twice (1 + 1) must count once.
+    from skdp.linear_model._standardise import _standardised_column_sums
+
+    blocks = [(0, 1, 2), (3, 4)]
+    data = np.array([1.0, 1.0, 5.0, -3.0, 0.7, 0.7])
+    indices = np.array([0, 0, 1, 3, 4, 4])
+    X = sp.csr_matrix((data, indices, np.array([0, 3, 6])), shape=(2, 5))
+    assert not X.has_canonical_format
+    for row in range(2):
+        sums = _standardised_column_sums(X[row:row + 1], None, np.zeros(5), np.ones(5), blocks)
+        for block in blocks:
+            part = sums[list(block)]
+            assert np.all(part >= 0.0) and np.linalg.norm(part) <= 1.0 + 1e-12
+    dense = _standardised_column_sums(X.toarray(), None, np.zeros(5), np.ones(5), blocks)
+    np.testing.assert_allclose(_standardised_column_sums(X, None, np.zeros(5), np.ones(5), blocks), dense)
