@@ -23,7 +23,7 @@ from .budget import (
     PrivacyLeakWarning,
     PrivacySpent,
 )
-from .calibration import calibrate_gaussian, calibrate_laplace, calibrate_scale
+from .calibration import calibrate_gaussian, calibrate_laplace, calibrate_sampled_gaussian, calibrate_scale
 from .events import (
     ApproxDPRelease,
     ExponentialMechanismRelease,
@@ -54,6 +54,7 @@ __all__ = [
     "dp_to_zcdp",
     "calibrate_gaussian",
     "calibrate_laplace",
+    "calibrate_sampled_gaussian",
     "calibrate_scale",
     "default_delta",
     "AmbiguousAccountantError",

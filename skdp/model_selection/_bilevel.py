@@ -125,10 +125,18 @@ from sklearn.base import clone
 
 from .._base import nested_fits
 from .._validation import InvalidParameterError
-from ..accounting import GaussianRelease, Sequential, calibrate_scale, dp_to_zcdp, zcdp_to_dp
+from ..accounting import (
+    GaussianRelease,
+    Sequential,
+    calibrate_sampled_gaussian,
+    calibrate_scale,
+    dp_to_zcdp,
+    zcdp_to_dp,
+)
 from ..linear_model import DPHeavyTailRegressor, DPInterpolatingClassifier
 from ..linear_model._standardise import PrivateStandardiser
 from ..mechanisms import certified_minimize, clip_rows, erm_sensitivity, gaussian_mechanism
+from ._bilevel_sgd import INNER_STEPS, MinibatchPair, planned_steps, sampling_rate
 
 __all__ = ["OMEGA_BOUNDS", "LABEL_BOUND", "SCALING_SHARE", "REFIT_SHARE", "InnerProblem", "check_estimator",
            "fit_bilevel", "descend", "hypergradient", "outer_step", "auto_penalty"]
@@ -387,7 +395,7 @@ def auto_penalty(problem_at, omega_c, rho_call, n_coef, n_train, n_val):
     return min(max(balance, low), max(PENALTY_MAX, low))
 
 
-def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log=None):
+def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log=None, releaser=None):
     """The outer loop (spec 9.4 steps 5-11): two inner releases per step, then a step in ``log omega``.
 
     Parameters
@@ -402,14 +410,19 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
     rho_call : float
         zCDP of each inner release (``inf``: no noise).
     rng : Generator
+    log : callable, optional
+    releaser : callable, optional
+        ``(omega, rng) -> (theta, theta_lambda, event, noise_std)``: another
+        private solver of the two inner problems (``"bilevel_sgd"``); ``stats``
+        and ``rho_call`` are then unused.
 
     Returns
     -------
     path : dict of ndarray
         ``omega`` (``n_steps + 1`` values), ``hypergradient``, ``step`` (the moves in
         ``log omega``) and ``noise_std`` (``n_steps`` values each).
-    events : list of GaussianRelease
-        The ``2 n_steps`` releases, in order.
+    events : list of PrivacyEvent
+        The ``2 n_steps`` releases (one event per outer step with ``releaser``), in order.
     """
     lam = problem.penalty
     log_omega, sum_sq = min(max(math.log(omega_start), log_bounds[0]), log_bounds[1]), 0.0
@@ -417,9 +430,13 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
     events = []
     for step in range(n_steps):
         omega = math.exp(log_omega)
-        sigma = 0.0 if math.isinf(rho_call) else problem.sensitivity(omega) / math.sqrt(2.0 * rho_call)
-        (theta, event), (theta_lambda, event_lambda) = problem.release_pair(stats, omega, sigma, rng)
-        events += [event, event_lambda]
+        if releaser is not None:
+            theta, theta_lambda, event, sigma = releaser(omega, rng)
+            events.append(event)
+        else:
+            sigma = 0.0 if math.isinf(rho_call) else problem.sensitivity(omega) / math.sqrt(2.0 * rho_call)
+            (theta, event), (theta_lambda, event_lambda) = problem.release_pair(stats, omega, sigma, rng)
+            events += [event, event_lambda]
         grad = hypergradient(theta, theta_lambda, lam)
         new_log, sum_sq = outer_step(log_omega, grad, omega, sum_sq, log_bounds)
         path["omega"].append(omega)
@@ -434,31 +451,31 @@ def descend(problem, stats, log_bounds, omega_start, n_steps, rho_call, rng, log
     return {key: np.asarray(value, dtype=float) for key, value in path.items()}, events
 
 
-def check_estimator(estimator, classifier):
+def check_estimator(estimator, classifier, method="bilevel"):
     """The estimator to refit (a clone), or a ValueError that says what to change (before any spend)."""
     if classifier:
         if not isinstance(estimator, DPInterpolatingClassifier):
             raise ValueError(
-                f"method='bilevel' tunes DPInterpolatingClassifier (binary logistic) among classifiers; got "
+                f"method={method!r} tunes DPInterpolatingClassifier (binary logistic) among classifiers; got "
                 f"{type(estimator).__name__}. Use method='select'. Nothing was spent.")
         params = estimator.get_params(deep=False)
         if params["loss"] not in ("auto", "logistic") or params["class_weight"] is not None:
             raise ValueError(
-                "method='bilevel' tunes the binary logistic form: the lower-level problem is the unweighted "
-                "logistic loss with an L2 penalty, so the classifier needs loss='auto' or 'logistic' and "
-                f"class_weight=None (got loss={params['loss']!r}, class_weight={params['class_weight']!r}). "
-                "Use method='select'. Nothing was spent.")
+                f"method={method!r} tunes the binary logistic form: the lower-level problem is the "
+                "unweighted logistic loss with an L2 penalty, so the classifier needs loss='auto' or "
+                f"'logistic' and class_weight=None (got loss={params['loss']!r}, "
+                f"class_weight={params['class_weight']!r}). Use method='select'. Nothing was spent.")
         return estimator
     if estimator is None:
         return DPHeavyTailRegressor()
     if not isinstance(estimator, DPHeavyTailRegressor):
         raise ValueError(
-            "method='bilevel' tunes DPHeavyTailRegressor(loss='squared', l1_ratio=0) (or estimator=None); "
+            f"method={method!r} tunes DPHeavyTailRegressor(loss='squared', l1_ratio=0) (or estimator=None); "
             f"got {type(estimator).__name__}. Use method='select' for other estimators. Nothing was spent.")
     params = estimator.get_params(deep=False)
     if params["loss"] != "squared" or params["l1_ratio"] != 0:
         raise ValueError(
-            "method='bilevel' tunes the ridge form: the lower-level problem is the squared loss with an L2 "
+            f"method={method!r} tunes the ridge form: the lower-level problem is the squared loss with an L2 "
             f"penalty, so the estimator needs loss='squared' and l1_ratio=0 (got loss={params['loss']!r}, "
             f"l1_ratio={params['l1_ratio']!r}). Use method='select' for the Lasso or robust losses. Nothing "
             "was spent.")
@@ -466,12 +483,12 @@ def check_estimator(estimator, classifier):
     if getattr(algorithm, "alphas", None) is not None:
         # That solver would choose its own multiple of alpha on its own split: alpha_ would misreport.
         raise ValueError(
-            "method='bilevel' chooses alpha itself; the estimator's solver has its own grid of alphas "
+            f"method={method!r} chooses alpha itself; the estimator's solver has its own grid of alphas "
             f"({algorithm!r}). Pass a solver without alphas, or use method='select'. Nothing was spent.")
     return estimator
 
 
-def _box(alphas):
+def _box(alphas, method="bilevel"):
     """The public box in the estimator's alpha units (None: :data:`OMEGA_BOUNDS` in tuning units)."""
     if alphas is None:
         return None
@@ -479,33 +496,36 @@ def _box(alphas):
     positive = positive[positive > 0]
     if positive.size < 1 or positive.min() == positive.max():
         raise InvalidParameterError(
-            "method='bilevel' uses the range of the positive alphas as its box; give at least two different "
-            "positive values (or alphas=None for the default box). Nothing was spent.")
+            f"method={method!r} uses the range of the positive alphas as its box; give at least two "
+            "different positive values (or alphas=None for the default box). Nothing was spent.")
     return float(positive.min()), float(positive.max())
 
 
-def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
-    """Run ``method="bilevel"`` for ``tuner`` (sets its fitted attributes); refusals spend nothing.
+def fit_bilevel(tuner, X, y, common, classifier, outer_steps, method="bilevel"):
+    """Run ``method`` (``"bilevel"`` or ``"bilevel_sgd"``) for ``tuner`` (sets its fitted attributes).
 
     ``common`` holds the inner estimators' ``delta``, ``random_state`` and ``verbose``.
+    Refusals spend nothing. ``"bilevel_sgd"`` differs only in its inner releases
+    (``_bilevel_sgd.py``) and in how their noise is calibrated.
     """
-    refit_template = check_estimator(tuner.estimator, classifier)
-    box = _box(tuner.alphas)
+    sgd = method == "bilevel_sgd"
+    refit_template = check_estimator(tuner.estimator, classifier, method)
+    box = _box(tuner.alphas, method)
     n, d = X.shape
     T = int(outer_steps)
     delta = common["delta"]
     eps = float(tuner.epsilon)
     if delta == 0.0:
         raise InvalidParameterError(
-            "method='bilevel' releases its inner models with Gaussian noise, so it needs delta > 0. Nothing "
-            "was spent.")
+            f"method={method!r} releases its inner models with Gaussian noise, so it needs delta > 0. "
+            "Nothing was spent.")
     classes = common.get("classes")
     if classifier and len(classes) != 2:
-        raise ValueError(f"method='bilevel' tunes binary logistic regression; got {len(classes)} classes. "
+        raise ValueError(f"method={method!r} tunes binary logistic regression; got {len(classes)} classes. "
                          "Use method='select' for more classes. Nothing was spent.")
     if hasattr(X, "toarray") and n * d > MAX_DENSE_VALUES:
         # The tuning problem is solved on dense rows: densifying after the reservation could fail.
-        raise ValueError(f"method='bilevel' solves its inner problems on dense rows; this sparse input has "
+        raise ValueError(f"method={method!r} solves its inner problems on dense rows; this sparse input has "
                          f"{n} x {d} = {n * d} values, above {MAX_DENSE_VALUES}. Use method='default' or "
                          "'select', or fewer columns. Nothing was spent.")
     n_val, n_train = tuner._split_sizes(n)
@@ -514,13 +534,24 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
     extra = {"C": 1.0} if classifier else {}
     n_quantiles = PrivateStandardiser.n_quantiles("pooled", d, fit_intercept, scale_target=not classifier)
     rho = math.inf if math.isinf(eps) else dp_to_zcdp(eps, delta)
+    inner_share = 1.0 - SCALING_SHARE - REFIT_SHARE
+    if sgd:
+        # The inner steps' noise is fixed first: alone they spend the epsilon of the inner share of the
+        # zero-concentrated budget; the multiplier t below then scales only the scaling and the refit.
+        rate = sampling_rate(n)
+        noise_multiplier = 0.0 if math.isinf(rho) else calibrate_sampled_gaussian(
+            rate, T * INNER_STEPS, zcdp_to_dp(inner_share * rho, delta), delta)
+        steps_event = planned_steps(noise_multiplier, rate, T * INNER_STEPS)
 
     def parts(t):
-        """(quantile epsilon, rho per inner release, refit epsilon) at multiplier ``t``."""
+        """(quantile epsilon, rho per inner release, refit epsilon) at multiplier ``t``.
+
+        For ``"bilevel_sgd"`` the rho per inner solve only sets the penalty ``lambda`` (a public rule).
+        """
         if math.isinf(rho):
             return math.inf, math.inf, math.inf
         return (math.sqrt(8.0 * t * SCALING_SHARE * rho / n_quantiles),
-                t * (1.0 - SCALING_SHARE - REFIT_SHARE) * rho / (2 * T),
+                (1.0 if sgd else t) * inner_share * rho / (2 * T),
                 zcdp_to_dp(t * REFIT_SHARE * rho, delta))
 
     def refit(alpha, epsilon):
@@ -537,8 +568,11 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
                 cache[eps_r] = refit(1.0, eps_r)._planned_event(X, y)
         standardiser = PrivateStandardiser("pooled", eps_q, fit_intercept, scale_target=not classifier)
         scaling = standardiser.planned_event(d)
-        noise = 0.0 if math.isinf(rho_call) else 1.0 / math.sqrt(2.0 * rho_call)
-        inner = Sequential([GaussianRelease(1.0, noise)] * (2 * T))
+        if sgd:
+            inner = steps_event
+        else:
+            noise = 0.0 if math.isinf(rho_call) else 1.0 / math.sqrt(2.0 * rho_call)
+            inner = Sequential([GaussianRelease(1.0, noise)] * (2 * T))
         return Sequential([scaling, inner, cache[eps_r]])
 
     if math.isinf(eps):
@@ -569,8 +603,8 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
             stats = (Z, b, w_train, w_val)
         else:
             b = np.clip(np.nan_to_num((np.asarray(y, dtype=float) - c_y) / s_y), -LABEL_BOUND, LABEL_BOUND)
-            stats = (Z[train].T @ Z[train] / n_train, Z[train].T @ b[train] / n_train,
-                     Z[val].T @ Z[val] / n_val, Z[val].T @ b[val] / n_val)
+            stats = None if sgd else (Z[train].T @ Z[train] / n_train, Z[train].T @ b[train] / n_train,
+                                      Z[val].T @ Z[val] / n_val, Z[val].T @ b[val] / n_val)
         # The box in tuning units: public constants, or the alphas' range over the released s^2.
         lo, hi = OMEGA_BOUNDS if box is None else (box[0] / s**2, box[1] / s**2)
         lo, hi = _clamp(lo), _clamp(hi)
@@ -583,9 +617,15 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
 
         penalty = auto_penalty(problem_at, omega_c, rho_call, Z.shape[1], n_train, n_val)
         problem = problem_at(penalty)
-        tuner._log(f"bilevel: released feature scale {s:.4g}, row bound {A:.4g}; omega box [{lo:.3g}, "
+        tuner._log(f"{method}: released feature scale {s:.4g}, row bound {A:.4g}; omega box [{lo:.3g}, "
                    f"{hi:.3g}], penalty lambda={penalty:.4g}, {T} outer steps")
-        path, releases = descend(problem, stats, log_bounds, omega_c, T, rho_call, rng, tuner._log)
+        releaser = None
+        if sgd:
+            in_train = np.zeros(n, dtype=bool)
+            in_train[train] = True
+            releaser = MinibatchPair(problem, Z, b, in_train, rate, noise_multiplier).release_pair
+        path, releases = descend(problem, stats, log_bounds, omega_c, T, rho_call, rng, tuner._log,
+                                 releaser=releaser)
         t_out = int(np.argmin(path["step"]))
         omega_out = path["omega"][t_out]
         alpha_out = omega_out * s**2
@@ -604,6 +644,8 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps):
         info = dict(path)
         info.update(t_out=t_out, penalty=penalty, omega_bounds=(lo, hi), feature_scale=s,
                     alpha=info["omega"] * s**2)
+        if sgd:
+            info.update(batch_rate=rate, inner_steps=INNER_STEPS, noise_multiplier=noise_multiplier)
         return event, (final, alpha_out, info)
 
     final, alpha_out, info = tuner._run_private(plan, solve, n_samples=n)

@@ -321,10 +321,6 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
                 raise TypeError(f"{type(self).__name__}.fit does not take {name}={value!r}. Nothing was "
                                 "spent.")
         self._validate_privacy_params()
-        if self.method == "bilevel_sgd":
-            raise InvalidParameterError(
-                "method='bilevel_sgd' (the mini-batch DP bilevel algorithm) is not implemented; use "
-                "method='bilevel'. Nothing was spent.")
         if is_dask_collection(X) or is_dask_collection(y):
             # validate_data would compute the collection: every row would come to this process.
             raise ValueError(f"{type(self).__name__} does not accept Dask input yet: its candidate fits split "
@@ -350,8 +346,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         method = self.method
         if method == "auto":  # public inputs only (see the class docstring)
             method = "select" if self.alphas is not None else "path" if self._sparse_path(delta, n) else "default"
-        if method == "bilevel":
-            fit_bilevel(self, X, y, common, classifier, self.outer_steps)
+        if method in ("bilevel", "bilevel_sgd"):
+            fit_bilevel(self, X, y, common, classifier, self.outer_steps, method=method)
             self.method_ = method
             return self
         if method == "default":

@@ -10,8 +10,10 @@ block a changed row can lie in.
   below it would be an accounting error in skdp's favour: a privacy bug.
 * The oracle: the RDP accountant on every release of each branch (an
   exponential-mechanism draw as the ``epsilon^2 / 8``-zCDP event its bounded range
-  gives), the branches' curves combined by their maximum at every order, as
-  skdp combines them. Every tuner event holds exponential-mechanism quantiles,
+  gives; a Poisson-sampled Gaussian step as dp-accounting's sampled Gaussian with
+  the same noise multiplier, the add-or-remove curve skdp applies with the
+  replace-one sensitivity), the branches' curves combined by their maximum at
+  every order, as skdp combines them. Every tuner event holds exponential-mechanism quantiles,
   for which skdp converts through the same RDP curves, so the two agree (to the
   orders' grid); skdp above it would waste budget, below it would need a
   tighter analysis than RDP and a test of its own.
@@ -29,6 +31,7 @@ from skdp.accounting import (
     GaussianRelease,
     LaplaceRelease,
     Parallel,
+    PoissonSampled,
     Repeated,
     Sequential,
     ZCDPRelease,
@@ -62,6 +65,10 @@ def dp_accounting_event(leaf):
         return dp_accounting.ZCDpEvent(leaf.epsilon0**2 / 8.0)
     if isinstance(leaf, ZCDPRelease):
         return dp_accounting.ZCDpEvent(leaf.rho)
+    if isinstance(leaf, PoissonSampled):
+        inner = leaf.event
+        return dp_accounting.PoissonSampledDpEvent(
+            leaf.rate, dp_accounting.GaussianDpEvent(inner.noise_std / inner.sensitivity))
     raise AssertionError(f"no dp-accounting counterpart for {leaf!r}")
 
 
@@ -75,7 +82,10 @@ def pld_lower_bound(branch):
 
 def rdp_curve(branch, orders):
     accountant = rdp.RdpAccountant(orders)
-    for leaf, count in branch:
+    counts = {}
+    for leaf, count in branch:  # equal releases composed at once (thousands of identical SGD steps)
+        counts[leaf] = counts.get(leaf, 0) + count
+    for leaf, count in counts.items():
         accountant.compose(dp_accounting_event(leaf), count)
     return np.asarray(accountant._rdp)
 
@@ -110,6 +120,8 @@ CASES = {
              _regression),
     "bilevel": (lambda: DPRegularizationTuner(alphas=[1e-3, 1.0], method="bilevel", outer_steps=3),
                 _regression),
+    "bilevel_sgd": (lambda: DPRegularizationTuner(alphas=[1e-3, 1.0], method="bilevel_sgd", outer_steps=3),
+                    _regression),
 }
 
 
