@@ -18,6 +18,9 @@ public inputs before any data value is read, its total equal to the target):
   (sequential). The zCDP parts are scaled together by a public calibration to the target.
 * ``"split"``: candidates on the training part sharing the budget, in parallel with the
   exponential mechanism on the validation part at the whole budget.
+* ``"bilevel"`` and ``"bilevel_sgd"``: a private scaling, the inner releases (``2 outer_steps``
+  output perturbations, or ``outer_steps * 100`` Poisson-sampled noisy SGD steps) and the
+  refit, in sequence (``_bilevel.py``, ``_bilevel_sgd.py``).
 * ``"path"``: one fit of the estimator (its own argument) in sequence with one
   exponential-mechanism draw among post-processed candidates of the released model, its
   utility of sensitivity ``2 SCORE_CLIP`` (``_path.py``); the two parts are calibrated together
@@ -169,8 +172,19 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
       and binary logistic regression (``DPInterpolatingClassifier`` with two
       classes, its default loss); it needs large ``epsilon * n``
       (``docs/tuning.rst``).
-    - ``"bilevel_sgd"`` (the mini-batch variant) is not implemented: it is
-      refused before anything is spent.
+    - ``"bilevel_sgd"`` (the mini-batch variant, Kornowski's Algorithms 3
+      and 4): the same scaling, split, box, penalty, outer rule and refit as
+      ``"bilevel"``; each outer step solves the two L2-penalised problems by
+      100 steps of noisy projected SGD on Poisson mini-batches (expected
+      ``max(64, sqrt(n))`` rows; per-example gradients clipped, both solves on
+      the same batches, each step one Gaussian release of the pair of clipped
+      sums), warm-started at the previous step's released solutions. Cost:
+      ``outer_steps * 100`` Poisson-sampled Gaussian steps whose noise spends
+      the epsilon of the inner share of ``"bilevel"`` (45% of the
+      zero-concentrated budget) alone, then the scaling (5%) and the refit (50%)
+      scaled together so that the whole event spends exactly ``epsilon``. See
+      ``skdp/model_selection/_bilevel_sgd.py``; it supports (and refuses) what
+      ``"bilevel"`` does.
 
     Parameters
     ----------
@@ -192,7 +206,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
     validation_fraction : float in (0, 1), default=0.5
         Share of the rows in the validation part.
     outer_steps : int >= 1, default=10
-        Outer steps of ``"bilevel"`` (its noise grows like ``sqrt(outer_steps)``).
+        Outer steps of ``"bilevel"`` and ``"bilevel_sgd"`` (the noise grows
+        like ``sqrt(outer_steps)``).
     epsilon : float > 0, default=1.0
         The budget of the whole procedure (tuning and final model).
     delta : float in [0, 1) or "auto", default="auto"
@@ -226,9 +241,12 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         index, and for ``"default"``, which scores nothing.
     method_ : str
     bilevel_path_ : dict
-        ``"bilevel"`` only: the path of ``omega`` (tuning units; ``alpha`` in
-        the estimator's), the released hypergradients, the steps, the noise
-        standard deviations, ``t_out``, the penalty ``lambda``, the box.
+        ``"bilevel"`` and ``"bilevel_sgd"`` only: the path of ``omega`` (tuning
+        units; ``alpha`` in the estimator's), the released hypergradients, the
+        steps, the noise standard deviations (of each inner release; for
+        ``"bilevel_sgd"`` of each step's gradient estimate, per coordinate),
+        ``t_out``, the penalty ``lambda``, the box; for ``"bilevel_sgd"`` also
+        ``batch_rate``, ``inner_steps`` and ``noise_multiplier``.
     coef_, intercept_, classes_
         Those of ``best_estimator_``.
     privacy_spent_ : PrivacySpent
