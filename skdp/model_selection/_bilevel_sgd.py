@@ -13,11 +13,16 @@ output perturbation of the exact minimisers, each of the two problems
 is solved by :data:`INNER_STEPS` steps of noisy projected SGD on
 Poisson-subsampled mini-batches (DP-Loc-SGD with one localisation round: the
 ball of radius ``R(omega)`` around 0, which holds both minimisers), with the
-strongly convex step schedule and weighted averaging of
-:func:`~skdp.solvers.schedules.stich_schedule` (steps ``1 / beta`` then
-``4 / (mu (4 kappa + t - t0))``; the practical form of the paper's
-``1 / (mu (t + 1))`` with averaging), warm-started at the previous outer step's
-released solution (post-processing).
+strongly convex steps of :func:`~skdp.solvers.schedules.stich_schedule`
+(``1 / beta`` with ``beta`` the public smoothness bound, then
+``4 / (mu (4 kappa + t - t0))`` once the steps exceed ``2 kappa``: the
+practical form of the paper's ``1 / (mu (t + 1))``) and the plain average of
+the last half of the iterates
+(:func:`~skdp.solvers.schedules.tail_average_weights`; at the small ``omega``
+of the box Stich's weights are nearly uniform and would keep the start's
+error), warm-started at the previous outer step's released solutions
+(post-processing). One round of 100 steps is far from the paper's ``n^2``
+steps and ``log log n`` localisation rounds (infeasible, spec 8.2).
 
 The two solves run in lockstep on the same Poisson batches (common random
 numbers: the mini-batch noise largely cancels in the difference of their
@@ -37,16 +42,19 @@ Privacy (replace-one; for any data)
    non-finite values to finite ones) and divided by ``L``: each term
    ``u_i = c_i clip(g_i, L) / L`` has norm at most ``c_i <= 1``.
 2. *Sensitivity of one step.* The released vector is ``v = (sum_{i in B} u_i^*,
-   sum_{i in B} u_i^lambda)`` for the Poisson batch ``B``. With the batch fixed,
-   replacing row ``j`` changes each half by at most 2 (two vectors of norm at most 1),
-   so ``||v - v'|| <= 2 sqrt 2`` (a validation row changes only the second
-   half: at most 2). The split of rows into parts is the seeded permutation of
-   ``"bilevel"``, drawn before and independently of the data, so row ``j`` has the
-   same part in both datasets. The step is the Gaussian mechanism on ``v``
-   with sensitivity :data:`PAIR_SENSITIVITY` and noise ``z`` times it, applied
-   to a Poisson subsample of rate ``q``: ``PoissonSampled(GaussianRelease(2 sqrt 2,
+   sum_{i in B} u_i^lambda)`` for the Poisson batch ``B``: a sum over the batch
+   of per-row vectors ``(u_i^*, u_i^lambda)`` of norm at most ``C = sqrt 2``.
+   With the batch fixed, replacing row ``j`` changes each half by at most 2
+   (two vectors of norm at most 1), so ``||v - v'|| <= 2 sqrt 2 = 2 C`` (a
+   validation row changes only the second half: at most 2). The split of rows
+   into parts is the seeded permutation of ``"bilevel"``, drawn before and
+   independently of the data, so row ``j`` has the same part in both datasets.
+   The step is the Gaussian mechanism on ``v`` with sensitivity
+   :data:`PAIR_SENSITIVITY` and noise ``z`` times it, applied to a Poisson
+   subsample of rate ``q``: ``PoissonSampled(GaussianRelease(2 sqrt 2,
    2 sqrt 2 z), q)`` (the Mironov-Talwar-Zhang curve with the replace-one
-   sensitivity, conservative for replace-one; ``skdp/accounting/events.py``).
+   sensitivity ``2 C``, conservative for replace-one;
+   ``skdp/accounting/events.py``).
    The batch is drawn row by row with the public rate from the fit's
    generator, so its size is data-independent; an empty batch releases
    noise alone. The division by ``q n_tr`` (public), the added ``omega
@@ -62,8 +70,8 @@ Privacy (replace-one; for any data)
    (:func:`~skdp.accounting.calibrate_scale`) so that the whole event spends the
    target exactly. Sequential composition throughout.
 4. *Nothing raises after the reservation.* Empty batches, non-finite
-   gradients (mapped by the clip), a non-finite iterate (reset to 0, a public
-   rule on released values) and the rest of the outer loop are those of
+   gradients (mapped by the clip), non-finite iterate entries (set to 0, a
+   public rule on released values) and the rest of the outer loop are those of
    ``"bilevel"``.
 
 Noise is drawn from the fit's generator (floating-point samplers are not
