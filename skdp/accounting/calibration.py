@@ -176,8 +176,10 @@ def calibrate_sampled_gaussian(rate, count, epsilon, delta, *, rtol=1e-6):
     def spent(z):
         return rdp_to_epsilon(_INTEGER_ORDERS, count * poisson_gaussian_rdp(rate, z, _INTEGER_ORDERS), delta)
 
-    # Without sampling the composition is exactly Gaussian: its multiplier is a good first guess.
-    initial = math.sqrt(count) / gdp_mu_for(epsilon, delta)
+    # Without sampling the composition is exactly Gaussian: its multiplier is a good first guess (where the
+    # Gaussian-DP inverse underflows, at delta near 1e-300, the RDP curve may still certify: start at 1).
+    mu = gdp_mu_for(epsilon, delta)
+    initial = math.sqrt(count) / mu if mu > 0.0 else 1.0
     return _smallest_scale(spent, epsilon, rtol, max(rate * initial, 1e-3))
 
 

@@ -534,6 +534,12 @@ def fit_bilevel(tuner, X, y, common, classifier, outer_steps, method="bilevel"):
     extra = {"C": 1.0} if classifier else {}
     n_quantiles = PrivateStandardiser.n_quantiles("pooled", d, fit_intercept, scale_target=not classifier)
     rho = math.inf if math.isinf(eps) else dp_to_zcdp(eps, delta)
+    if not rho > 0.0:
+        # The RDP conversion certifies no zero-concentrated budget at this (epsilon, delta) (epsilon far below
+        # log(1 / delta) / 4000): every share would be zero, which later steps reject with a misleading message.
+        raise InvalidParameterError(
+            f"method={method!r} at epsilon={eps:g} and delta={delta:g} has no zero-concentrated budget to "
+            "share between its releases; raise epsilon (or delta). Nothing was spent.")
     inner_share = 1.0 - SCALING_SHARE - REFIT_SHARE
     if sgd:
         # The inner steps' noise is fixed first: alone they spend the epsilon of the inner share of the

@@ -120,3 +120,13 @@ def test_calibrated_sampled_gaussian_spends_at_most_the_target_and_dp_accounting
         calibrate_sampled_gaussian(0.0, count, epsilon, 1e-6)
     with pytest.raises(ValueError):
         calibrate_sampled_gaussian(q, count, epsilon, 0.0)
+
+
+def test_calibrated_sampled_gaussian_where_the_gaussian_dp_guess_underflows():
+    # At delta = 1e-300 the Gaussian-DP inverse (the first guess) is 0; the RDP curve still certifies a finite
+    # multiplier, which the search must find instead of dividing by the guess.
+    from skdp.accounting import calibrate_sampled_gaussian
+
+    z = calibrate_sampled_gaussian(0.3, 200, 0.67, 1e-300)
+    assert math.isfinite(z) and z > 0
+    assert 0.9 * 0.67 <= Repeated(PoissonSampled(GaussianRelease(1.0, z), 0.3), 200).epsilon(1e-300) <= 0.67

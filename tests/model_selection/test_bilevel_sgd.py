@@ -247,6 +247,7 @@ def test_without_noise_the_tuner_runs_noise_free_steps():
      "its own grid of alphas"),
     (dict(delta=0.0), "delta > 0"),
     (dict(alphas=[0.0, 0.1]), "two different positive"),
+    (dict(epsilon=1e-4), "no zero-concentrated budget"),
 ])
 def test_refusals_spend_nothing(params, message):
     X, y = _data(n=300)
