@@ -545,8 +545,9 @@ class PoissonSampled(PrivacyEvent):
     skdp's replace-one relation, give the inner :class:`GaussianRelease` the
     replace-one sensitivity (``2 C`` for a sum of vectors clipped to ``C``), for
     which the bound is conservative (the test-suite compares it with the exact
-    replace-one divergence). No skdp solver subsamples; this event exists for
-    users' own DP-SGD style pipelines and for comparison with other accountants.
+    replace-one divergence). The tuner's ``method="bilevel_sgd"`` charges its
+    mini-batch steps this way; the event also serves users' own DP-SGD style
+    pipelines and comparison with other accountants.
 
     Parameters
     ----------
