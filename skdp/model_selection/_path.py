@@ -60,7 +60,8 @@ import numpy as np
 
 from ..mechanisms import exponential_mechanism
 
-__all__ = ["KEEP_MARGIN", "PATH_MIN_EPSILON_ROWS", "PATH_SIZE", "SCORE_CLIP", "SCORE_SHARE", "ProximalPath",
+__all__ = ["FLOOR_MARGIN", "FLOOR_SCORE_SHARE", "KEEP_MARGIN", "PATH_MIN_EPSILON_ROWS", "PATH_SIZE", "SCORE_CLIP", "SCORE_SHARE",
+           "ProximalPath",
            "choose", "score_changes", "score_sensitivity"]
 
 # Strengths on the default path (besides the fitted model itself).
@@ -77,6 +78,13 @@ SCORE_CLIP = 1.0
 # The fitted model's head start in the draw, in Gumbel scales: with 12 candidates of no gain, one of them
 # wins with probability about 12 exp(-5) = 8%.
 KEEP_MARGIN = 5.0
+# Share of the zero-concentrated budget of the "noise_floor" draw (two candidates, no head start): on the Lasso
+# task at n = 2000 and epsilon 1 the thresholded model's summed training gain is about 180 utility units, about 4
+# Gumbel scales at this share; a correlated dense task's loss from thresholding is several times larger.
+FLOOR_SCORE_SHARE = 0.05
+# Head start of the candidate the noise-floor test favours (the thresholded model if the coefficients below the
+# floor look like noise, else the fitted model), in Gumbel scales.
+FLOOR_MARGIN = 3.0
 # "auto" runs the path for the Lasso form from this epsilon * n_samples on. Below it the draw's utility gaps
 # (which grow with n) are too close to the noise to move the choice off the fitted model, and the share the
 # draw takes from the fit is a pure loss (benchmarks/tuning/results/path.md: the Lasso task at n = 2000 and
@@ -190,7 +198,7 @@ def choose(changes, epsilon, rng, clip=SCORE_CLIP, margin=KEEP_MARGIN):
     rng : numpy.random.Generator
     clip : float
     margin : float
-        The fitted model's utility in Gumbel scales (public).
+        The fitted model's utility in Gumbel scales (public, or a function of released values only).
 
     Returns
     -------
@@ -204,7 +212,3 @@ def choose(changes, epsilon, rng, clip=SCORE_CLIP, margin=KEEP_MARGIN):
     head_start = 0.0 if math.isinf(epsilon) else margin * 2.0 * sensitivity / epsilon
     index, event = exponential_mechanism(np.r_[head_start, gains], sensitivity, epsilon, rng)
     return index - 1, event
-    # Gumbel-max sampling of exp(epsilon * u / (2 * sensitivity)); the fitted model's utility is public.
-    gumbel_scale = 2.0 * score_sensitivity(clip) / epsilon
-    logits = np.r_[margin, gains / gumbel_scale]
-    return int(np.argmax(logits + rng.gumbel(size=logits.size))) - 1, ExponentialMechanismRelease(epsilon)

@@ -21,10 +21,11 @@ public inputs before any data value is read, its total equal to the target):
 * ``"bilevel"`` and ``"bilevel_sgd"``: a private scaling, the inner releases (``2 outer_steps``
   output perturbations, or ``outer_steps * 100`` Poisson-sampled noisy SGD steps) and the
   refit, in sequence (``_bilevel.py``, ``_bilevel_sgd.py``).
-* ``"path"``: one fit of the estimator (its own argument) in sequence with one
-  exponential-mechanism draw among post-processed candidates of the released model, its
-  utility of sensitivity ``2 SCORE_CLIP`` (``_path.py``); the two parts are calibrated together
-  to the target.
+* ``"path"`` and ``"noise_floor"``: one fit of the estimator (its own argument) in sequence with
+  one exponential-mechanism draw among post-processed candidates of the released model, its
+  utility of sensitivity ``2 SCORE_CLIP`` (``_path.py``; the noise floor's candidate and its head
+  start are functions of released values only, ``_noise_floor.py``); the two parts are calibrated
+  together to the target.
 """
 
 import math
@@ -55,7 +56,9 @@ from ..linear_model._pipeline import PrivateLinearModel
 from ..linear_model._rows import is_dask_collection
 from ..solvers import SufficientStatistics
 from ._bilevel import fit_bilevel
-from ._path import PATH_MIN_EPSILON_ROWS, SCORE_SHARE, ProximalPath, choose, score_changes
+from ._noise_floor import threshold_at_noise_floor
+from ._path import (FLOOR_MARGIN, FLOOR_SCORE_SHARE, KEEP_MARGIN, PATH_MIN_EPSILON_ROWS, SCORE_SHARE, ProximalPath, choose,
+                    score_changes)
 from ._selection import release_scores, report_noisy_min, row_scores, score_bound
 
 __all__ = ["DPRegularizationTuner", "DEFAULT_ALPHAS"]
@@ -65,7 +68,7 @@ __all__ = ["DPRegularizationTuner", "DEFAULT_ALPHAS"]
 # 200 correlated features the privacy ridge alone is about 130 in standardised units, and alpha = 10 still
 # gave test R^2 -0.45).
 DEFAULT_ALPHAS = (0.0, *np.round(np.logspace(-4, 3, 15), 12).tolist())
-METHODS = ("auto", "default", "path", "select", "split", "bilevel", "bilevel_sgd")
+METHODS = ("auto", "default", "noise_floor", "path", "select", "split", "bilevel", "bilevel_sgd")
 
 
 def _is_grid(value):
@@ -120,6 +123,19 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
       with the whole budget at its own ``alpha`` (for ``estimator=None``:
       ``DPHeavyTailRegressor()``, the library's default solver with its
       privacy-driven shrinkage); ``alpha_`` is that ``alpha``.
+    - ``"noise_floor"`` (``DPHeavyTailRegressor`` with the squared loss, no
+      grid): one fit of the estimator at its own ``alpha`` with 95% of the
+      zero-concentrated budget, and one candidate besides it: its
+      coefficients with those within 3 standard deviations of the noise of
+      the solver's averaged iterate zeroed (in the released standardised
+      units, as the estimator's own L1 mode does; post-processing). The draw
+      of ``"path"`` with the other 5% chooses between the two; tests on the
+      released coefficients (are those below the floor as small as pure noise
+      would make them, and are there more above it than noise would put
+      there?) give the one they favour a head start of 3 Gumbel scales. ``noise_floor_`` is the threshold applied (None: the fitted
+      model was kept). With little budget per row the privacy noise dwarfs
+      the sampling noise, and a threshold at the noise level is the
+      regularisation a sparse model needs (``docs/tuning.rst``).
     - ``"path"`` (``DPHeavyTailRegressor`` with the squared loss, no grid):
       one fit of the estimator at its own ``alpha`` with 90% of the
       zero-concentrated budget; its candidates are the proximal maps of the
@@ -143,8 +159,9 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
     - ``"auto"`` (the default): ``"select"`` when a grid is given (a public
       input: the user asked for a model from that grid, as ``RidgeCV`` returns
       one); without a grid, ``"path"`` for the Lasso and elastic-net forms
-      (``l1_ratio > 0``) when ``epsilon * n_samples >= 10000``, else
-      ``"default"``. The rule reads only parameters and the number of rows.
+      (``l1_ratio > 0``) when ``epsilon * n_samples >= 10000``; below it
+      ``"noise_floor"`` for those forms at ``alpha = 0`` with the squared loss;
+      else ``"default"``. The rule reads only parameters and the number of rows.
       In ``benchmarks/tuning`` (epsilon 1, 3 to 8 seeds) the strength chosen on
       test rows (an upper bound, not a procedure) beats the untuned private
       default by no more than seed noise on the ridge and logistic problems: the default solvers'
@@ -202,7 +219,9 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         ``l1_ratio=1`` on the estimator), a ``LogisticRegressionCV`` grid of
         ``Cs`` as ``1 / (Cs * n_samples)``. None is ``DEFAULT_ALPHAS``: 0 and
         15 values from 1e-4 to 1000.
-    method : {"auto", "default", "path", "select", "split", "bilevel", "bilevel_sgd"}, default="auto"
+    method : str, default="auto"
+        One of "auto", "default", "noise_floor", "path", "select", "split",
+        "bilevel", "bilevel_sgd" (above).
     validation_fraction : float in (0, 1), default=0.5
         Share of the rows in the validation part.
     outer_steps : int >= 1, default=10
@@ -224,7 +243,7 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
     best_estimator_ : estimator
         The final private model (its ``alpha`` is ``alpha_``).
     alphas_ : ndarray
-        The grid (``[alpha_]`` for ``"default"`` and ``"path"``, which fit at
+        The grid (``[alpha_]`` for ``"default"``, ``"noise_floor"`` and ``"path"``, which fit at
         the estimator's own ``alpha`` only).
     path_strengths_ : ndarray
         ``"path"`` only: 0 (the fitted model) and the candidates' strengths, in
@@ -234,6 +253,14 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         own units). ``best_index_`` indexes it.
     path_strength_ : float
         ``"path"`` only: the chosen strength (0: the fitted model was kept).
+    noise_floor_ : float or None
+        ``"noise_floor"`` only: the threshold applied to the standardised
+        coefficients (coefficients times ``feature_scale / target_scale`` of
+        ``best_estimator_.scaling_``), or None if the fitted model was kept.
+    noise_floor_energy_ : float
+        ``"noise_floor"`` only: the summed squares of the standardised
+        coefficients below the floor over their expectation under pure noise
+        (the test's statistic; nan when nothing was tested).
     validation_scores_ : ndarray or None
         The released validation scores of the candidates (half mean squared
         errors on the released statistics, or the released mean clipped
@@ -363,7 +390,8 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         solver = self._statistics_solver(base)
         method = self.method
         if method == "auto":  # public inputs only (see the class docstring)
-            method = "select" if self.alphas is not None else "path" if self._sparse_path(delta, n) else "default"
+            method = ("select" if self.alphas is not None else "path" if self._sparse_path(delta, n)
+                      else "noise_floor" if self._sparse_floor(delta) else "default")
         if method in ("bilevel", "bilevel_sgd"):
             fit_bilevel(self, X, y, common, classifier, self.outer_steps, method=method)
             self.method_ = method
@@ -372,9 +400,9 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             self._fit_default(common, X, y)
             self.method_ = method
             return self
-        if method == "path":
+        if method in ("path", "noise_floor"):
             with np.errstate(all="ignore"):  # nothing may raise after the reservation
-                self._fit_path(common, X, y)
+                self._fit_path(common, X, y, candidates=method)
             self.method_ = method
             return self
         with np.errstate(all="ignore"):
@@ -403,38 +431,52 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         self.best_index_ = 0
         self.validation_scores_ = None
 
+    def _sparse_floor(self, delta):
+        """Whether ``"auto"`` without a grid runs ``"noise_floor"`` (public inputs only)."""
+        base, _ = self._path_estimator(delta)
+        if base is None:
+            return False
+        params = base.get_params(deep=False)
+        return float(params["l1_ratio"]) > 0 and float(params["alpha"]) == 0.0
+
     def _sparse_path(self, delta, n):
         """Whether ``"auto"`` without a grid runs ``"path"`` (public inputs only; see the class docstring)."""
         base, _ = self._path_estimator(delta)
         return (base is not None and float(base.get_params(deep=False)["l1_ratio"]) > 0
                 and n * float(self.epsilon) >= PATH_MIN_EPSILON_ROWS)
 
-    def _path_estimator(self, delta):
-        """The estimator ``"path"`` fits, or a message saying why it cannot (public inputs only)."""
+    def _path_estimator(self, delta, method="path"):
+        """The estimator ``"path"`` (or ``"noise_floor"``) fits, or why it cannot (public inputs only)."""
         base = DPHeavyTailRegressor() if self.estimator is None else self.estimator
         if is_classifier(base) or not isinstance(base, DPHeavyTailRegressor):
-            return None, (f"method='path' scores squared residuals and needs DPHeavyTailRegressor as estimator; "
-                          f"got {type(base).__name__}. Use method='select' or 'default'.")
+            return None, (f"method={method!r} scores squared residuals and needs DPHeavyTailRegressor as "
+                          f"estimator; got {type(base).__name__}. Use method='select' or 'default'.")
         if base.get_params(deep=False)["loss"] != "squared":
-            return None, ("method='path' scores squared residuals and needs loss='squared'; got "
+            return None, (f"method={method!r} scores squared residuals and needs loss='squared'; got "
                           f"loss={base.get_params(deep=False)['loss']!r}. Use method='select' or 'default'.")
         if delta == 0.0:
-            return None, ("method='path' splits a zero-concentrated budget between the fit and its draw and "
-                          "needs delta > 0; with delta=0 use method='default'.")
+            return None, (f"method={method!r} splits a zero-concentrated budget between the fit and its draw "
+                          "and needs delta > 0; with delta=0 use method='default'.")
         return base, None
 
-    def _fit_path(self, common, X, y):
-        """``"path"``: one fit, its proximal candidates, one released vector of score changes."""
+    def _fit_path(self, common, X, y, candidates="path"):
+        """One fit, candidates derived from it, one released vector of score changes.
+
+        ``candidates="path"``: the proximal candidates (``ProximalPath``), the fitted model
+        with a head start. ``"noise_floor"``: the fitted model and its hard threshold at the
+        noise floor (``_noise_floor.py``), no head start, a smaller share for the draw.
+        """
+        floor = candidates == "noise_floor"
         n = X.shape[0]
         delta = self._resolve_delta(n, warn=False)
-        base, why = self._path_estimator(delta)
+        base, why = self._path_estimator(delta, candidates)
         if base is None:
             raise InvalidParameterError(f"{why} Nothing was spent.")
         if self.alphas is not None:
             raise InvalidParameterError(
-                "method='path' takes its strengths from the released model (12 values below the one that "
-                "zeroes every coefficient, in released standardised units); pass alphas=None, or use "
-                "method='select' to choose from a grid. Nothing was spent.")
+                f"method={candidates!r} takes its candidates from the released model; pass alphas=None, or "
+                "use method='select' to choose from a grid. Nothing was spent.")
+        share = FLOOR_SCORE_SHARE if floor else SCORE_SHARE
         inner = clone(base).set_params(**common)
         eps = float(self.epsilon)
         cache = {}
@@ -453,13 +495,13 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
             rho = dp_to_zcdp(eps, delta)
             if not rho > 0.0:
                 raise InvalidParameterError(
-                    f"method='path' at epsilon={eps:g} and delta={delta:g} has no zero-concentrated budget to "
-                    "split between the fit and its draw; raise epsilon or use method='default'. Nothing was "
-                    "spent.")
+                    f"method={candidates!r} at epsilon={eps:g} and delta={delta:g} has no zero-concentrated "
+                    "budget to split between the fit and its draw; raise epsilon or use method='default'. "
+                    "Nothing was spent.")
 
             def parts(t):
                 # The exponential mechanism at epsilon_s is epsilon_s^2 / 8-zCDP.
-                return zcdp_to_dp(t * rho * (1.0 - SCORE_SHARE), delta), math.sqrt(8.0 * t * rho * SCORE_SHARE)
+                return zcdp_to_dp(t * rho * (1.0 - share), delta), math.sqrt(8.0 * t * rho * share)
 
             def event_at(t):
                 eps_fit, eps_choice = parts(t)
@@ -473,34 +515,50 @@ class DPRegularizationTuner(DPEstimatorMixin, MetaEstimatorMixin, BaseEstimator)
         alpha0 = float(inner.get_params(deep=False)["alpha"])
         l1_ratio = float(inner.get_params(deep=False)["l1_ratio"])
         self._log(f"fitting {type(inner).__name__} at alpha={alpha0:g} (epsilon {eps_fit:.4g} of the "
-                  f"budget), then choosing among its proximal candidates by one exponential-mechanism draw")
+                  f"budget), then choosing among candidates of the fit by one exponential-mechanism draw")
 
         def solve(rng):
             with nested_fits(rng) as run:
                 inner.fit(X, y)
             path = ProximalPath(inner.coef_, inner.intercept_, inner.scaling_, l1_ratio=l1_ratio)
-            coefs = path.coefs()
-            intercepts = path.intercepts(coefs)
+            if floor:  # post-processing of released values (_noise_floor.py)
+                found = threshold_at_noise_floor(path.coef, path.intercept, inner.scaling_,
+                                                 getattr(inner, "schedule_", {}).get("averaged_noise_sd"))
+                coefs, intercepts = found.coef[None, :], np.array([found.intercept])
+            else:
+                found = None
+                coefs = path.coefs()
+                intercepts = path.intercepts(coefs)
             target_scale = _released_target_scale([inner], False)
             changes = score_changes(X, y, path.coef, path.intercept, coefs, intercepts, target_scale)
-            best, choice_event = choose(changes, eps_choice, rng)
-            return Sequential([Sequential(run.events), choice_event]), (path, coefs, intercepts, best)
+            # The fitted model's head start; for the noise floor it follows the test on released values.
+            margin = KEEP_MARGIN if not floor else _floor_margin(found)
+            best, choice_event = choose(changes, eps_choice, rng, margin=margin)
+            return Sequential([Sequential(run.events), choice_event]), (path, coefs, intercepts, best, found)
 
-        path, coefs, intercepts, best = self._run_private(plan, solve, n_samples=n)
+        path, coefs, intercepts, best, found = self._run_private(plan, solve, n_samples=n)
+        self.best_estimator_ = inner
+        self.alpha_ = alpha0
+        self.alphas_ = np.asarray([alpha0])
+        self.best_index_ = best + 1
+        self.validation_scores_ = None
+        if floor:
+            if best >= 0:
+                inner._store_model(coefs[best], intercepts[best], inner.coef_.dtype)
+            self.noise_floor_ = found.threshold if best >= 0 else None
+            self.noise_floor_energy_ = found.energy_ratio
+            self._log(f"noise floor: {found.reason}; the draw " + ("chose the thresholded model" if best >= 0
+                                                                     else "kept the fitted model"))
+            return
         if best >= 0:
             self._log(f"chose lambda={path.strengths[best]:.4g} on top of alpha={alpha0:g}")
             dtype = inner.coef_.dtype
             inner._store_model(coefs[best], intercepts[best], dtype)
         else:
             self._log("kept the fitted model (the draw chose no proximal step)")
-        self.best_estimator_ = inner
         # The strengths act in released standardised units, not in alpha's: alpha_ stays the fit's.
-        self.alpha_ = alpha0
-        self.alphas_ = np.asarray([alpha0])
         self.path_strengths_ = np.r_[0.0, path.strengths]
-        self.best_index_ = best + 1
         self.path_strength_ = float(self.path_strengths_[self.best_index_])
-        self.validation_scores_ = None
 
     def _fit_whole_budget(self, inner, X, y):
         """Fit ``inner`` (an estimator at the tuner's budget) as the tuner's one ledger entry.
@@ -709,6 +767,13 @@ def _worst(events, delta):
 
 def _exponential(epsilon):
     return ExponentialMechanismRelease(epsilon)
+
+
+def _floor_margin(found):
+    """The fitted model's head start against the noise-floor candidate, in Gumbel scales (released values)."""
+    if not found.looks_like_noise:
+        return FLOOR_MARGIN if found.threshold is not None else 0.0
+    return -FLOOR_MARGIN if found.signal_above_floor else 0.0
 
 
 def _released_target_scale(fitted, classifier):

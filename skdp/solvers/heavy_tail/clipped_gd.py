@@ -69,7 +69,7 @@ from ..clip_threshold import private_clip, public_derivative_bound
 from ..descent import noisy_clipped_gradient
 from ..schedules import decaying_steps
 
-__all__ = ["ClippedGD", "averaged_noise_sd"]
+__all__ = ["NOISE_FLOOR_Z", "ClippedGD", "averaged_noise_sd"]
 
 _CURVATURE_SHARE = 0.02
 _WHITENED_CURVATURE_SHARE = 0.05
@@ -81,7 +81,7 @@ _WIDE = 64
 _CLIP_MIN, _CLIP_NU0 = 0.6, 50.0
 _BLOCK_CLIP_MIN = 0.4
 # Noise-floor threshold of L1 models, in standard deviations of the averaged iterate.
-_NOISE_FLOOR_Z = 3.0
+NOISE_FLOOR_Z = 3.0
 
 
 def averaged_noise_sd(etas, sigma, curvature, start):
@@ -400,6 +400,10 @@ class ClippedGD(Solver):
                 done += 1
                 report_progress(done, T, eta)
         coef = avg / count if (self.averaging and count) else w
+        # Public: the schedule, the released clip's noise scale and a curvature guess. Reported for every
+        # averaged fit (the tuner's noise-floor test reads it from dense fits).
+        noise_sd = (averaged_noise_sd(last_etas, sigma, pen_scale * problem.unit**2, stages[-1] // 2)
+                    if (self.averaging and count) else None)
         if l1 and self.averaging and count:
             # Averaging proximal iterates blurs exact zeros. The minimiser is the fixed
             # point w = prox(w - eta0 g(w), eta0) for any step; one proximal step from
@@ -412,15 +416,16 @@ class ClippedGD(Solver):
                 coef = ridge_prox(coef, eta0)
             # Coordinates within a few noise standard deviations of zero are zeroed:
             # there the privacy noise alone would make a zero coefficient nonzero.
-            noise_sd = averaged_noise_sd(last_etas, sigma, pen_scale * problem.unit**2, stages[-1] // 2)
-            coef[(np.abs(coef) <= _NOISE_FLOOR_Z * noise_sd) & (free > 0)] = 0.0
-            noise_floor = _NOISE_FLOOR_Z * noise_sd
+            coef[(np.abs(coef) <= NOISE_FLOOR_Z * noise_sd) & (free > 0)] = 0.0
+            noise_floor = NOISE_FLOOR_Z * noise_sd
         schedule = {"algorithm": self.name, "n_steps": T, "stages": stages, "clip_thresholds": clips,
                     "step_size": eta0, "grad_evals": T * n, "privacy_ridge": shrinks}
         if median_rule:
             schedule["clip_multiplier"] = multiplier
         if l1:
             schedule["noise_floor"] = noise_floor
+        if noise_sd is not None:
+            schedule["averaged_noise_sd"] = noise_sd
         if isinstance(loss, HuberLoss):
             schedule["huber_delta"] = loss.delta
         return SolverResult(coef, Sequential(releases), schedule)
