@@ -237,8 +237,9 @@ def test_refusals_spend_nothing(params, message):
     assert len(acc.events) == 0
 
 
+@pytest.mark.parametrize("method", ["bilevel", "bilevel_sgd"])
 @pytest.mark.parametrize("case", ["tiny", "constant_columns", "constant_y", "huge_values"])
-def test_nothing_raises_after_the_reservation_on_degenerate_data(case):
+def test_nothing_raises_after_the_reservation_on_degenerate_data(case, method):
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(50, 3)), rng.normal(size=50)
     if case == "tiny":
@@ -252,8 +253,8 @@ def test_nothing_raises_after_the_reservation_on_degenerate_data(case):
     acc = BudgetAccountant()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tuner = DPRegularizationTuner(method="bilevel", epsilon=1.0, outer_steps=3, accountant=acc,
-                                      random_state=0).fit(X, y)
+        tuner = DPRegularizationTuner(method=method, epsilon=1.0, outer_steps=3 if method == "bilevel" else 2,
+                                      accountant=acc, random_state=0).fit(X, y)
     assert acc.spent.epsilon == pytest.approx(1.0, rel=1e-6)
     path = tuner.bilevel_path_
     for key in ("omega", "hypergradient", "step", "noise_std"):
