@@ -193,7 +193,10 @@ class DPHeavyTailRegressor(PrivateLinearModel, RegressorMixin, BaseEstimator):
     n_iter_ : int
         Number of noisy steps taken (public schedule).
     schedule_ : dict
-        The public schedule: steps, stages, clip thresholds (private outputs).
+        The public schedule: steps, stages, clip thresholds (private outputs);
+        for ``clipped_gd`` also ``averaged_noise_sd``, the standard deviation
+        of the privacy noise in the averaged iterate (standardised units; a
+        function of the released clip and the public steps).
     scaling_ : dict
         The private centres and scales used for standardisation, the scaling
         mode, the epsilon of each private quantile, the released row bound and,

@@ -27,7 +27,7 @@ TIME = re.compile(r"\d+\.\d\d s\b")
 RELEASED_LABELS = ("target centre", "target scale", "row bound", "typical row norm", "step size",
                    "released improvement", "noise std", "calibration slope", "calibration offset",
                    "calibration temperature", "step_size=", "clip_multiplier=", "clip_threshold=",
-                   "privacy_ridge=", "curvature=", "residual_scale=", "spent epsilon=")
+                   "privacy_ridge=", "curvature=", "residual_scale=", "spent epsilon=", "averaged_noise_sd=")
 
 
 def _regression(n=800, seed=0):
