@@ -29,6 +29,16 @@ the driver chunk by chunk while the table is written, in float64 from the float3
 values written). With ``--daskml`` also ``dask_ml.linear_model.LinearRegression``
 (default solver) on the same dataframe's arrays: wall time and test MSE.
 
+Time per pass against dask-ml's per iteration: every pass of the private fit is
+timed (each ``ChunkedRows.map``), and the median of its ``T`` gradient passes
+is recorded besides the mean over all passes. dask-ml's default solver is
+dask-glm's ADMM: one iteration is one ``dask.compute`` of a local L-BFGS fit
+on every chunk (a full pass over the rows, the Parquet files read again, as
+nothing is persisted), so its iterations are counted and timed by wrapping
+that ``compute`` (``dask_glm.algorithms.da``); the pass that learns the
+partitions' lengths is timed apart. The machine's 1-minute load average is
+sampled every second during each (the machine is shared: two cores).
+
 Usage::
 
     nice -n 10 python benchmarks/scale/out_of_core.py --rows 3300000 --workers 2 --memory-limit-mb 1200
@@ -54,12 +64,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from equivalence import D, append_row, counted_passes, passes, table  # noqa: E402  (the same generator and public pass count)
+from equivalence import D, append_row, passes, table  # noqa: E402  (the same generator and public pass count)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FIELDS = ["rows", "workers", "memory_limit_mb", "partitions", "table_mb", "parquet_mb", "fit_completed", "fit_s",
           "steps", "public_passes", "measured_passes", "per_pass_s", "peak_rss_mb", "restarts", "paused_s", "private_mse",
-          "ols_mse", "mse_ratio", "daskml_s", "daskml_mse"]
+          "ols_mse", "mse_ratio", "daskml_s", "daskml_mse", "gradient_pass_s", "fit_load", "daskml_iterations",
+          "daskml_iteration_s", "daskml_lengths_s", "daskml_load"]
 NAMES = [f"x{j:02d}" for j in range(D)]
 
 
@@ -125,6 +136,7 @@ class MemorySampler:
     def __init__(self, client, period=1.0, counted=()):
         self.client, self.period, self.counted = client, period, counted
         self.peaks, self.seen, self.paused = {}, set(), 0
+        self.loads = []  # the machine's 1-minute load average, every period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -144,6 +156,7 @@ class MemorySampler:
                     self.paused += paused  # seconds a worker spent paused (its memory above 80% of the limit)
             except Exception:  # a worker being restarted: the next sample sees its successor
                 pass
+            self.loads.append(os.getloadavg()[0])
             if int(time.perf_counter() - start) % 30 == 0:  # progress, to stop a stalled run by hand
                 print(f"{time.perf_counter() - start:.0f} s: {len(self.counted)} passes, peak RSS (MB) "
                       f"{[round(v / 1e6) for v in self.peaks.values()]}, paused samples {self.paused}", flush=True)
@@ -156,6 +169,78 @@ class MemorySampler:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+    def load(self):
+        """The 1-minute load average while sampled: ``"mean (min-max)"``."""
+        if not self.loads:
+            return ""
+        return f"{np.mean(self.loads):.1f} ({min(self.loads):.1f}-{max(self.loads):.1f})"
+
+
+def timed_passes():
+    """Time every chunked reduction of a fit (each ``ChunkedRows.map``): ``(records, restore)``.
+
+    ``records`` gets ``(chunk function's name, seconds)`` per pass.
+    """
+    from skdp.linear_model import _rows
+
+    records = []
+    original = _rows.ChunkedRows.map
+
+    def timing(self, func, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(self, func, *args, **kwargs)
+        finally:
+            records.append((getattr(func, "__name__", repr(func)), time.perf_counter() - start))
+
+    _rows.ChunkedRows.map = timing
+    return records, lambda: setattr(_rows.ChunkedRows, "map", original)
+
+
+class _TimedCompute:
+    """``dask.array`` for ``dask_glm.algorithms``, with its ``compute`` timed: one ADMM iteration each."""
+
+    def __init__(self):
+        import dask.array
+
+        self._da, self.seconds = dask.array, []
+
+    def __getattr__(self, name):
+        return getattr(self._da, name)
+
+    def compute(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self._da.compute(*args, **kwargs)
+        finally:
+            self.seconds.append(time.perf_counter() - start)
+
+
+def daskml_linear_regression(client, X, y, X_test, y_test):
+    """dask-ml's ``LinearRegression`` (default solver, ADMM) on the dataframe's arrays, its iterations timed."""
+    import dask_glm.algorithms as algorithms
+    from dask_ml.linear_model import LinearRegression
+
+    if LinearRegression().solver != "admm":  # the timing below wraps ADMM's compute
+        raise SystemExit("dask-ml's default solver is no longer ADMM: the iteration timing needs updating")
+    timed = _TimedCompute()
+    with MemorySampler(client) as sampler:
+        start = time.perf_counter()
+        # dask fuses a one-column selection's partitions: optimised first, as skdp does for its input.
+        Xa = X.optimize().to_dask_array(lengths=True)
+        ya = y.optimize().to_dask_array(lengths=True).rechunk((Xa.chunks[0],))
+        lengths_s = time.perf_counter() - start
+        algorithms.da = timed
+        try:
+            baseline = LinearRegression().fit(Xa, ya)
+        finally:
+            algorithms.da = timed._da
+        total = time.perf_counter() - start
+    mse = float(np.mean((y_test - np.asarray(baseline.predict(X_test))) ** 2))
+    return {"daskml_s": total, "daskml_mse": mse, "daskml_iterations": len(timed.seconds),
+            "daskml_iteration_s": float(np.median(timed.seconds)), "daskml_lengths_s": lengths_s,
+            "daskml_load": sampler.load()}
 
 
 def run(args):
@@ -184,7 +269,7 @@ def run(args):
             # learns its partitions' lengths (dask fuses the partitions of a one-column projection).
             X, y = frame[NAMES], frame["y"]
             model, fit_s, error = None, float("nan"), ""
-            counted, restore = counted_passes()
+            counted, restore = timed_passes()
             with MemorySampler(client, counted=counted) as sampler, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 start = time.perf_counter()
@@ -195,30 +280,68 @@ def run(args):
                     error = f"{type(exc).__name__}: {exc}"
                 finally:
                     restore()
-            daskml_s, daskml_mse = float("nan"), float("nan")
+            daskml = {"daskml_s": float("nan"), "daskml_mse": float("nan"), "daskml_iterations": "",
+                      "daskml_iteration_s": float("nan"), "daskml_lengths_s": float("nan"), "daskml_load": ""}
             if args.daskml and model is not None:
-                from dask_ml.linear_model import LinearRegression
-
-                start = time.perf_counter()
-                # dask fuses a one-column selection's partitions: optimised first, as skdp does for its input.
-                Xa = X.optimize().to_dask_array(lengths=True)
-                ya = y.optimize().to_dask_array(lengths=True).rechunk((Xa.chunks[0],))
-                baseline = LinearRegression().fit(Xa, ya)
-                daskml_s = time.perf_counter() - start
-                daskml_mse = float(np.mean((y_test - np.asarray(baseline.predict(X_test))) ** 2))
+                daskml = daskml_linear_regression(client, X, y, X_test, y_test)
             partitions = frame.npartitions
     if model is None:
         raise SystemExit(f"the fit failed: {error}")
     steps = int(model.n_iter_)
     public = passes(n, steps) + 1  # + the partition lengths of a dataframe
     measured = len(counted) + 1 + 1  # + the finite check + the partition lengths
+    gradient_pass_s = float(np.median([seconds for name, seconds in counted if name == "_gradient_chunk"]))
     private_mse = float(np.mean((y_test - model.predict(X_test)) ** 2))
     return {"rows": n, "workers": args.workers, "memory_limit_mb": args.memory_limit_mb, "partitions": partitions,
             "table_mb": n * (D + 1) * 4 / 1e6, "parquet_mb": parquet_mb, "fit_completed": True, "fit_s": fit_s,
             "steps": steps, "public_passes": public, "measured_passes": measured, "per_pass_s": fit_s / measured,
             "peak_rss_mb": " / ".join(f"{v / 1e6:.0f}" for v in sampler.peaks.values()),
             "restarts": len(sampler.seen) - args.workers, "paused_s": sampler.paused, "private_mse": private_mse, "ols_mse": ols_mse,
-            "mse_ratio": private_mse / ols_mse, "daskml_s": daskml_s, "daskml_mse": daskml_mse}
+            "mse_ratio": private_mse / ols_mse, "gradient_pass_s": gradient_pass_s, "fit_load": sampler.load(),
+            **daskml}
+
+
+def widen_csv(raw, fields):
+    """Rewrite ``raw`` with the header ``fields`` when it has fewer columns (older rows: the new ones empty)."""
+    import csv
+
+    if not raw.exists():
+        return
+    with raw.open() as f:
+        reader = csv.DictReader(f)
+        if list(reader.fieldnames or []) == list(fields):
+            return
+        rows = list(reader)
+    with raw.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def per_pass_markdown(rows):
+    """The private fit's time per pass against dask-ml's per iteration, for the rows that timed both."""
+    timed = [r for r in rows if r.get("daskml_iterations") and r.get("gradient_pass_s")]
+    if not timed:
+        return []
+    lines = ["", "## Time per pass against dask-ml's time per iteration", "",
+             "Same cluster and table in one run of `out_of_core.py --daskml`, one after the other. A pass of the "
+             "private fit: one `ChunkedRows.map` (`s / pass`: its fit's mean over every pass; gradient pass: the median "
+             "of the `T` steps' passes, each a full read of the Parquet files). dask-ml: `LinearRegression()` "
+             "(ADMM), an iteration is one Dask computation of a local L-BFGS fit on every chunk, also a full read of "
+             "the files; its partition-lengths pass (also a full read) is not an iteration. Load: the machine's "
+             "1-minute load average during each, sampled every second, mean (min-max), on two cores.", "",
+             "| rows | limit / worker (MB) | private s / pass | private gradient pass (s) | load (private) "
+             "| dask-ml iterations | dask-ml s / iteration | dask-ml lengths pass (s) | dask-ml total (s) "
+             "| load (dask-ml) | gradient pass / dask-ml iteration | s / pass / dask-ml iteration |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in timed:
+        iteration = float(r["daskml_iteration_s"])
+        lines.append(
+            f"| {int(r['rows']):,} | {float(r['memory_limit_mb']):.0f} | {float(r['per_pass_s']):.2f} "
+            f"| {float(r['gradient_pass_s']):.2f} | {r['fit_load']} | {r['daskml_iterations']} | {iteration:.2f} "
+            f"| {float(r['daskml_lengths_s']):.2f} | {float(r['daskml_s']):.1f} | {r['daskml_load']} "
+            f"| {float(r['gradient_pass_s']) / iteration:.2f} | {float(r['per_pass_s']) / iteration:.2f} |")
+    return lines
 
 
 def markdown(rows, checks):
@@ -250,6 +373,7 @@ def markdown(rows, checks):
     lines += ["", "The library's own check (a dry fit of the shape, stopped before any value is read):", ""]
     lines += [f"* {n:,} rows x {D} columns: " + ("accepted" if ok else f"refused: {message}")
               for n, ok, message in checks]
+    lines += per_pass_markdown(rows)
     return "\n".join(lines) + "\n"
 
 
@@ -272,6 +396,7 @@ def main():
     row = run(args)
     print(row, flush=True)
     RESULTS.mkdir(exist_ok=True)
+    widen_csv(RESULTS / "out_of_core.csv", FIELDS)
     every = append_row(RESULTS / "out_of_core.csv", FIELDS, row)
     page = RESULTS / "out_of_core.md"
     notes = page.read_text() if page.exists() else ""

@@ -234,7 +234,7 @@ class Scaling:
         """Radius of the coefficient ball in solver units."""
         return COEF_RADIUS / self.unit
 
-    def rows(self, X, clip=True, implicit=False):
+    def rows(self, X, clip=True, implicit=False, order="C"):
         """The solver's rows: an ndarray, or a :class:`~skdp.solvers.design.LinearDesign` for a sparse X.
 
         Parameters
@@ -243,6 +243,11 @@ class Scaling:
             Clip the feature part of every row to ``row_bound``.
         implicit : bool
             Keep a sparse X sparse (the solver accepts a design object).
+        order : {"C", "F"}
+            Memory layout of the dense rows: "F" writes them column by column
+            (the layout of the chunked passes' products) in one copy, instead
+            of forming the C-ordered rows and copying them again; the values
+            are the same.
         """
         iv = self.intercept_value if self.fit_intercept else None
         if sp.issparse(X) and implicit:
@@ -254,6 +259,13 @@ class Scaling:
                 design = design.with_factors(clip_factors(feature.row_norms(), self.row_bound))
             return design
         Z = self.features(X, clip=clip)
+        if order == "F":
+            if not self.fit_intercept:
+                return np.asfortranarray(Z)
+            out = np.empty((Z.shape[0], Z.shape[1] + 1), order="F")
+            out[:, :-1] = Z
+            out[:, -1] = self.intercept_value
+            return out
         if self.fit_intercept:
             Z = np.hstack([Z, np.full((Z.shape[0], 1), self.intercept_value)])
         return Z
@@ -264,15 +276,29 @@ class Scaling:
         The inputs of a non-linear model (:mod:`skdp.zeroth_order`), which has
         biases of its own. ``clip`` clips every row to ``row_bound``.
         """
-        X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
-        if not self.whitened:
-            Z = (X - self.feature_center) / self.feature_scale
-        else:
-            X = np.clip(X, -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
-            Z = np.clip((X - self.feature_center) / self.feature_scale, -_Z_LIMIT, _Z_LIMIT)
-            Z = (Z - self.whitening_mean) @ self.whitening_matrix
+        # One float64 copy of X, owned here, then every elementwise step in place: the values of
+        # ((X - c) / s, its clips, the whitening) are those of the out-of-place expressions, bit for bit
+        # (the same IEEE operations on the same operands), and the copy keeps X's memory layout (order
+        # "K"), so the whitening product sees the layout it always saw. Out of place, a chunk of a
+        # chunked pass allocated and wrote five to seven arrays of its size; this is most of a
+        # gradient pass's work on the workers besides reading the chunk.
+        if sp.issparse(X):
+            X = X.toarray()
+            if self.whitened:
+                # In the matrix's own dtype, as a sparse X was always clipped (float32 at float32(1e15));
+                # the float64 clip below then changes nothing.
+                X = np.clip(X, -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT)
+        Z = np.array(X, dtype=float, order="K", copy=True)
+        if self.whitened:
+            np.clip(Z, -_MAGNITUDE_LIMIT, _MAGNITUDE_LIMIT, out=Z)
+        Z -= self.feature_center
+        Z /= self.feature_scale
+        if self.whitened:
+            np.clip(Z, -_Z_LIMIT, _Z_LIMIT, out=Z)
+            Z -= self.whitening_mean
+            Z = Z @ self.whitening_matrix
         if clip:
-            Z = clip_rows(Z, self.row_bound)
+            Z = clip_rows(Z, self.row_bound, copy=False)
         return Z
 
     def feature_norms(self, X):

@@ -55,8 +55,13 @@ def _finite_rows(X):
     return np.where(finite[:, None], X, 0.0)
 
 
-def clip_rows(X, max_norm):
+def clip_rows(X, max_norm, copy=True):
     """Scale every row of ``X`` to L2 norm at most ``max_norm`` (returns a new array).
+
+    With ``copy=False`` a float64 ``X`` with finite rows is scaled in place
+    and returned (the same values: each entry is multiplied by its row's
+    factor either way); this saves an array of the size of ``X`` where the
+    caller owns ``X``.
 
     Examples
     --------
@@ -66,7 +71,11 @@ def clip_rows(X, max_norm):
     [[0.6, 0.8], [0.3, 0.4]]
     """
     X = _finite_rows(np.asarray(X, dtype=float))
-    return X * clip_factors(row_norms(X), max_norm)[:, None]
+    factors = clip_factors(row_norms(X), max_norm)[:, None]
+    if copy:
+        return X * factors
+    X *= factors
+    return X
 
 
 def clipped_sum(V, max_norm):

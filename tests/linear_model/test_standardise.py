@@ -178,3 +178,65 @@ def test_identified_directions_drop_an_exact_collinearity_only_without_noise():
     rare = np.column_stack([(rng.random(4000) < 0.01).astype(float), rng.normal(size=(4000, 2))])
     noisy, _ = PrivateStandardiser("columns", 1.0, mu=0.5).fit(rare, rare @ [3.0, 1.0, 1.0], np.random.default_rng(2))
     assert round(float(np.trace(noisy.whitening_identified))) == 3
+
+
+def _rows_out_of_place(scaling, X, clip):
+    """The solver rows as the out-of-place expressions of the maps' definition (the reference)."""
+    import scipy.sparse as sp
+
+    from skdp.mechanisms import clip_rows
+
+    X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+    if not scaling.whitened:
+        Z = (X - scaling.feature_center) / scaling.feature_scale
+    else:
+        X = np.clip(X, -_standardise._MAGNITUDE_LIMIT, _standardise._MAGNITUDE_LIMIT)
+        Z = np.clip((X - scaling.feature_center) / scaling.feature_scale, -_standardise._Z_LIMIT,
+                    _standardise._Z_LIMIT)
+        Z = (Z - scaling.whitening_mean) @ scaling.whitening_matrix
+    if clip:
+        Z = clip_rows(Z, scaling.row_bound)
+    if scaling.fit_intercept:
+        Z = np.hstack([Z, np.full((Z.shape[0], 1), scaling.intercept_value)])
+    return Z
+
+
+@pytest.mark.parametrize("whitened", [False, True])
+@pytest.mark.parametrize("layout", ["C float64", "F float32", "strided float64", "int64", "sparse float32"])
+def test_rows_formed_in_place_are_the_out_of_place_rows_bit_for_bit(whitened, layout):
+    """The in-place steps (one copy of X) give the out-of-place expressions' values bit for bit, in either order.
+
+    The chunked passes form every chunk's rows in every pass (``order="F"``); the
+    in-memory fit forms them once (``order="C"``): the same values in both, and
+    the same as before the steps were made in place (whose layout the whitening
+    product also keeps), so the released models do not change.
+    """
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    n, d = 301, 4
+    base = rng.standard_t(3, size=(n, d)) * np.array([0.01, 1.0, 30.0, 1e3])
+    base[5] = [1e20, -1e20, 0.0, 1.0]  # beyond the magnitude limit: clipped in the whitened modes
+    base[6, 1] = np.nan  # a non-finite row: zeroed by the row clip
+    X = {"C float64": np.ascontiguousarray(base), "F float32": np.asfortranarray(base, dtype=np.float32),
+         "strided float64": np.hstack([base, base])[:, ::2], "int64": np.clip(np.nan_to_num(base), -1e18, 1e18).astype(np.int64),
+         "sparse float32": sp.csr_matrix(np.nan_to_num(base).astype(np.float32))}[layout]
+    before = X.copy()
+    matrix = rng.normal(size=(d, d)) if whitened else None
+    for fit_intercept in (True, False):
+        scaling = Scaling("whitened" if whitened else "robust", rng.normal(size=d), rng.uniform(0.5, 3.0, size=d),
+                          0.5, 2.0, row_bound=2.5, unit=1.3, fit_intercept=fit_intercept, quantile_epsilon=1.0,
+                          whitening_mean=rng.normal(size=d) if whitened else None, whitening_matrix=matrix)
+        for clip in (True, False):
+            with np.errstate(all="ignore"):
+                expected = _rows_out_of_place(scaling, X, clip)
+                as_c, as_f = scaling.rows(X, clip=clip), scaling.rows(X, clip=clip, order="F")
+            assert as_f.flags.f_contiguous and as_f.dtype == np.float64
+            np.testing.assert_array_equal(as_c, expected, strict=True)
+            np.testing.assert_array_equal(as_f, expected, strict=True)
+            assert as_c.flags.c_contiguous == expected.flags.c_contiguous  # the layout the solvers saw
+    # X itself is never written to.
+    if sp.issparse(X):
+        assert (X != before).nnz == 0
+    else:
+        np.testing.assert_array_equal(X, before, strict=True)
