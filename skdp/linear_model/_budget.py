@@ -239,6 +239,10 @@ def plan_budget(*, epsilon, delta, n_samples, n_features, fit_intercept, solver,
     n, d = n_samples, n_features
     non_private = math.isinf(epsilon)
     rho_total = math.inf if non_private else dp_to_zcdp(epsilon, delta)
+    if not rho_total > 0.0:
+        raise ValueError(
+            f"epsilon={epsilon:g} at delta={delta:g} leaves no zero-concentrated budget to plan with (epsilon is "
+            "tiny against log(1 / delta)); raise epsilon, or use delta=0 for a pure-DP fit. Nothing was spent.")
     modes = ("robust", "none") if solver.needs_public_smoothness() else None
     spec = make_spec("robust" if modes else "none")
     if modes is None and scaling_share == "auto" and (scaling == "auto" or scaling in WHITENED_MODES):

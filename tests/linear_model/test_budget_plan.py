@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from skdp import BudgetAccountant, DPHeavyTailRegressor, LowBudgetWarning
+from skdp import BudgetAccountant, DPHeavyTailRegressor, DPInterpolatingClassifier, LowBudgetWarning
 from skdp.accounting import dp_to_zcdp
 from skdp.linear_model import PrivateStandardiser
 from skdp.linear_model._standardise import WHITENED_MODES
@@ -182,3 +182,18 @@ def test_a_broken_privacy_condition_is_refused_at_planning():
     with pytest.raises(ValueError, match="privacy condition"):
         _plan(OnePassGLM(schedule="theory", moments=MomentBounds(bound=1e-6, second_bound=1e-6)), 500, 1.0,
               schedule="theory")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPHeavyTailRegressor(epsilon=1e-4),
+    lambda: DPInterpolatingClassifier(epsilon=1e-4, classes=[0, 1]),
+])
+def test_an_epsilon_with_no_zero_concentrated_budget_is_refused_before_spend(make):
+    # epsilon far below log(1/delta) / 4000: the conversion certifies rho = 0 (it divided by zero before).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="no zero-concentrated budget.*Nothing was spent"):
+        make().set_params(accountant=acc).fit(X, y)
+    assert len(acc.events) == 0
