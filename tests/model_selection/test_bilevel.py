@@ -11,21 +11,8 @@ from skdp.accounting import GaussianRelease
 from skdp.model_selection import DPRegularizationTuner
 from skdp.model_selection._bilevel import InnerProblem, descend, hypergradient
 from skdp.solvers import SufficientStatistics
+from bilevel_parts import clipped_parts
 from privacy_harness import assert_same_mechanisms, record_releases
-
-
-def _parts(seed=1, n_train=200, n_val=100, p=5, row_bound=4.0, label_bound=3.0, coef_scale=1.0, noise=2.0):
-    """Clipped rows (last column the intercept) split in two parts, and their mean statistics."""
-    rng = np.random.default_rng(seed)
-    n = n_train + n_val
-    A = np.c_[rng.normal(size=(n, p - 1)), np.ones(n)]
-    b = A @ (coef_scale * rng.normal(size=p)) + noise * rng.normal(size=n)
-    A /= np.maximum(1.0, np.linalg.norm(A, axis=1) / row_bound)[:, None]
-    b = np.clip(b, -label_bound, label_bound)
-    tr, va = slice(0, n_train), slice(n_train, n)
-    stats = (A[tr].T @ A[tr] / n_train, A[tr].T @ b[tr] / n_train, A[va].T @ A[va] / n_val,
-             A[va].T @ b[va] / n_val)
-    return A, b, stats
 
 
 def _ridge(G, g, omega):
@@ -40,7 +27,7 @@ def _validation_loss(A, b, stats, omega, n_train):
 def test_penalty_hypergradient_tends_to_the_closed_form_with_its_sign():
     # Spec 9.8.1: lambda (R(theta^lambda) - R(theta*)) -> dF/domega = -grad f(theta*)' (H + omega I)^-1 theta*
     # with error O(1 / lambda); the sign makes omega -= step * estimate a descent step.
-    A, b, stats = _parts()
+    A, b, stats = clipped_parts()
     G, g, Gv, gv = stats
     for omega in (0.03, 0.3, 3.0):
         theta = _ridge(G, g, omega)
@@ -65,7 +52,7 @@ def test_penalty_hypergradient_tends_to_the_closed_form_with_its_sign():
 @pytest.mark.parametrize("start", ["low", "high"])
 def test_without_noise_the_descent_reaches_the_grid_argmin_from_both_ends(start):
     # Weak signal, few training rows: the validation loss has an interior minimum in [1e-3, 10].
-    A, b, stats = _parts(seed=0, n_train=40, n_val=60, p=9, coef_scale=0.3, noise=1.0)
+    A, b, stats = clipped_parts(seed=0, n_train=40, n_val=60, p=9, coef_scale=0.3, noise=1.0)
     grid = np.logspace(-3, 1, 81)
     losses = [_validation_loss(A, b, stats, w, 40) for w in grid]
     best = grid[int(np.argmin(losses))]
@@ -140,7 +127,7 @@ def test_both_inner_releases_within_their_sensitivity_on_replace_one_neighbours(
     # Brute force: every row of a small table, replaced by extreme rows on the clipping sphere.
     n_train, n_val, p, A_, B_ = 12, 8, 3, 2.0, 1.5
     rng = np.random.default_rng(7)
-    A, b, _ = _parts(seed=7, n_train=n_train, n_val=n_val, p=p, row_bound=A_, label_bound=B_)
+    A, b, _ = clipped_parts(seed=7, n_train=n_train, n_val=n_val, p=p, row_bound=A_, label_bound=B_)
     if loss == "logistic":
         b, B_ = np.where(b > 0, 1.0, -1.0), 1.0
     replacements = []

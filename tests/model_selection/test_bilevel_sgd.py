@@ -18,21 +18,8 @@ from skdp.model_selection._bilevel_sgd import (
     step_event,
 )
 from skdp.solvers import SufficientStatistics
+from bilevel_parts import clipped_parts
 from privacy_harness import record_releases
-
-
-def _parts(seed=1, n_train=200, n_val=100, p=5, row_bound=4.0, label_bound=3.0, coef_scale=1.0, noise=2.0):
-    """Clipped rows (last column the intercept) split in two parts, and their mean statistics."""
-    rng = np.random.default_rng(seed)
-    n = n_train + n_val
-    A = np.c_[rng.normal(size=(n, p - 1)), np.ones(n)]
-    b = A @ (coef_scale * rng.normal(size=p)) + noise * rng.normal(size=n)
-    A /= np.maximum(1.0, np.linalg.norm(A, axis=1) / row_bound)[:, None]
-    b = np.clip(b, -label_bound, label_bound)
-    tr, va = slice(0, n_train), slice(n_train, n)
-    stats = (A[tr].T @ A[tr] / n_train, A[tr].T @ b[tr] / n_train, A[va].T @ A[va] / n_val,
-             A[va].T @ b[va] / n_val)
-    return A, b, stats
 
 
 def _validation_loss(A, b, stats, omega, n_train):
@@ -69,7 +56,7 @@ def test_each_step_moves_by_at_most_its_sensitivity_for_any_replaced_row(loss):
     # the same Poisson batch; one row (train or validation) replaced by extreme rows on the clipping sphere.
     n_train, n_val, p, A_, B_ = 14, 10, 3, 2.0, 1.5
     rng = np.random.default_rng(3)
-    A, b, _ = _parts(seed=3, n_train=n_train, n_val=n_val, p=p, row_bound=A_, label_bound=B_)
+    A, b, _ = clipped_parts(seed=3, n_train=n_train, n_val=n_val, p=p, row_bound=A_, label_bound=B_)
     logistic = loss == "logistic"
     if logistic:
         b, B_ = np.where(b > 0, 1.0, -1.0), 1.0
@@ -95,7 +82,7 @@ def test_each_step_moves_by_at_most_its_sensitivity_for_any_replaced_row(loss):
 
 
 def test_empty_poisson_batches_are_steps_of_noise_alone():
-    A, b, _ = _parts(seed=2, n_train=30, n_val=20, p=4)
+    A, b, _ = clipped_parts(seed=2, n_train=30, n_val=20, p=4)
     problem = InnerProblem(4.0, 3.0, 10.0, 30, 20)
     pair = MinibatchPair(problem, A, b, np.arange(50) < 30, rate=0.01, noise_multiplier=2.0, steps=40)
     with record_releases() as log:
@@ -112,7 +99,7 @@ def test_empty_poisson_batches_are_steps_of_noise_alone():
 @pytest.mark.parametrize("start", ["low", "high"])
 def test_without_noise_the_descent_moves_to_the_grid_argmin_from_both_ends(start):
     # The problem of the "bilevel" test: an interior minimum of the validation loss in [1e-3, 10].
-    A, b, stats = _parts(seed=0, n_train=40, n_val=60, p=9, coef_scale=0.3, noise=1.0)
+    A, b, stats = clipped_parts(seed=0, n_train=40, n_val=60, p=9, coef_scale=0.3, noise=1.0)
     grid = np.logspace(-3, 1, 81)
     losses = [_validation_loss(A, b, stats, w, 40) for w in grid]
     best = grid[int(np.argmin(losses))]
