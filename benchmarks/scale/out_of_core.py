@@ -70,7 +70,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 FIELDS = ["rows", "workers", "memory_limit_mb", "partitions", "table_mb", "parquet_mb", "fit_completed", "fit_s",
           "steps", "public_passes", "measured_passes", "per_pass_s", "peak_rss_mb", "restarts", "paused_s", "private_mse",
           "ols_mse", "mse_ratio", "daskml_s", "daskml_mse", "gradient_pass_s", "fit_load", "daskml_iterations",
-          "daskml_iteration_s", "daskml_lengths_s", "daskml_load"]
+          "daskml_iteration_s", "daskml_lengths_s", "daskml_load", "worker_profile"]
 NAMES = [f"x{j:02d}" for j in range(D)]
 
 
@@ -135,7 +135,7 @@ class MemorySampler:
 
     def __init__(self, client, period=1.0, counted=()):
         self.client, self.period, self.counted = client, period, counted
-        self.peaks, self.seen, self.paused = {}, set(), 0
+        self.peaks, self.seen, self.paused, self.current = {}, set(), 0, {}
         self.loads = []  # the machine's 1-minute load average, every period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -153,13 +153,15 @@ class MemorySampler:
                 for address, (rss, paused) in self.client.run(self._rss).items():
                     self.seen.add(address)
                     self.peaks[address] = max(self.peaks.get(address, 0), rss)
+                    self.current[address] = rss
                     self.paused += paused  # seconds a worker spent paused (its memory above 80% of the limit)
             except Exception:  # a worker being restarted: the next sample sees its successor
                 pass
             self.loads.append(os.getloadavg()[0])
             if int(time.perf_counter() - start) % 30 == 0:  # progress, to stop a stalled run by hand
                 print(f"{time.perf_counter() - start:.0f} s: {len(self.counted)} passes, peak RSS (MB) "
-                      f"{[round(v / 1e6) for v in self.peaks.values()]}, paused samples {self.paused}", flush=True)
+                      f"{[round(v / 1e6) for v in self.peaks.values()]} (now {[round(v / 1e6) for v in self.current.values()]}), "
+                      f"paused samples {self.paused}", flush=True)
             self._stop.wait(self.period)
 
     def __enter__(self):
@@ -244,6 +246,7 @@ def daskml_linear_regression(client, X, y, X_test, y_test):
 
 
 def run(args):
+    import dask
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
@@ -262,8 +265,17 @@ def run(args):
         ols = np.linalg.solve(gram, moment)
         ols_mse = float(np.mean((y_test - X_test @ ols[:-1] - ols[-1]) ** 2))
         parquet_mb = sum(f.stat().st_size for f in Path(directory).iterdir()) / 1e6
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=limit,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        # distributed's statistical profiler keeps the call trees of the last 1000 one-second cycles in
+        # every worker (``profile_history``, ``distributed.admin.low-level-log-length``): tens of MB that
+        # grow through the first ~17 minutes of a busy worker, the creep that paused the 600 MB workers
+        # of the longer runs (results/out_of_core.md). Off unless --worker-profile (forwarded to the
+        # workers by their nannies).
+        profile = {"distributed.worker.profile.enabled": bool(args.worker_profile)}
+        with dask.config.set(profile), LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=limit,
+                                                    dashboard_address=None) as cluster, Client(cluster) as client:
+            seen = set(client.run(lambda: dask.config.get("distributed.worker.profile.enabled")).values())
+            if seen != {bool(args.worker_profile)}:
+                raise SystemExit(f"the workers' profiler setting is {seen}, not {bool(args.worker_profile)}")
             frame = dd.read_parquet(directory)
             # The target as users select it: the library optimises a dataframe collection before it
             # learns its partitions' lengths (dask fuses the partitions of a one-column projection).
@@ -298,7 +310,7 @@ def run(args):
             "peak_rss_mb": " / ".join(f"{v / 1e6:.0f}" for v in sampler.peaks.values()),
             "restarts": len(sampler.seen) - args.workers, "paused_s": sampler.paused, "private_mse": private_mse, "ols_mse": ols_mse,
             "mse_ratio": private_mse / ols_mse, "gradient_pass_s": gradient_pass_s, "fit_load": sampler.load(),
-            **daskml}
+            "worker_profile": "on" if args.worker_profile else "off", **daskml}
 
 
 def widen_csv(raw, fields):
@@ -384,6 +396,8 @@ def main():
     parser.add_argument("--memory-limit-mb", type=float, default=1200.0)
     parser.add_argument("--chunk-rows", type=int, default=50_000)
     parser.add_argument("--daskml", action="store_true")
+    parser.add_argument("--worker-profile", action="store_true",
+                        help="keep distributed's statistical profiler on in the workers (its default)")
     parser.add_argument("--tmp", default=None, help="where the temporary Parquet directory is made")
     args = parser.parse_args()
 
